@@ -1,0 +1,43 @@
+/**
+ * The persisted status of a task, exactly as etcd-druid's EtcdOpsTask CRD declares it
+ * (contract §1.3). Nothing outside these fields survives a write against druid's CRD (the
+ * apiserver prunes unknown status fields), so the lifecycle is derived from these alone.
+ */
+
+export const TaskStates = ["Pending", "InProgress", "Succeeded", "Failed", "Rejected"] as const;
+export type TaskState = (typeof TaskStates)[number];
+
+export const TerminalStates: ReadonlySet<TaskState> = new Set(["Succeeded", "Failed", "Rejected"]);
+export const isTerminal = (state: TaskState | undefined): boolean =>
+  state !== undefined && TerminalStates.has(state);
+
+/** Which handler phase a `lastOperation` or an error belongs to. */
+export type OperationType = "Admit" | "Execution" | "Cleanup";
+export type OperationState = "InProgress" | "Completed" | "Failed";
+
+export interface LastOperation {
+  readonly type: OperationType;
+  readonly state: OperationState;
+  readonly description: string;
+  /** The reconcile ID of the pass that wrote it (one per pass, like controller-runtime's). */
+  readonly runID: string;
+  /** RFC 3339, second precision. */
+  readonly lastUpdateTime: string;
+}
+
+export interface LastError {
+  /** An error code such as `ERR_GET_ETCD`. */
+  readonly code: string;
+  /** `[Operation: <type>, Code: <code>] message: <message>, cause: <cause>` (contract §1.6). */
+  readonly description: string;
+  /** RFC 3339, second precision. */
+  readonly observedAt: string;
+}
+
+export interface TaskStatus {
+  readonly state?: TaskState;
+  readonly lastTransitionTime?: string;
+  readonly startedAt?: string;
+  readonly lastOperation?: LastOperation;
+  readonly lastErrors?: ReadonlyArray<LastError>;
+}
