@@ -1,0 +1,57 @@
+/**
+ * The effect algebra: everything a reconcile pass may ask the world to do, as data. The machine emits
+ * these; an interpreter (Kubernetes or in-memory) performs them in order. A pass ends with exactly one
+ * `RequeueAfter` or `AwaitChange`.
+ */
+import { Data } from "effect";
+import type { StatusPatch } from "../machine/status-edits.ts";
+import type { Phase } from "../machine/types.ts";
+
+/** Why a pass asked to run again; the runtime's retry bookkeeping depends on it (see `retry-state.ts`). */
+export type RequeueReason =
+  /** A transient error: back off exponentially. */
+  | "backoff"
+  /** The handler asked to be polled (no error), e.g. a Job still running. */
+  | "poll"
+  /** A backoff or poll delay has not run out yet; nothing was attempted. */
+  | "waiting"
+  /** Queued behind another task of the same group. */
+  | "queued"
+  /** A terminal task waits for its TTL. */
+  | "ttl";
+
+export type EventType = "Normal" | "Warning";
+
+export type TaskEffect = Data.TaggedEnum<{
+  /** Add our finalizer (metadata patch with a resourceVersion precondition) and stamp the machine version. */
+  AddFinalizer: { readonly finalizer: string; readonly machineVersion: number };
+  /** Merge-patch the status subresource with exactly the fields that changed; no precondition. */
+  PatchStatus: { readonly patch: Partial<StatusPatch> };
+  /** Call a handler phase; its result comes back to the machine as a `phase.*` event. */
+  RunPhase: { readonly phase: Phase };
+  /** DELETE the task, preconditioned on its UID so that a new object with the same name is never hit. */
+  DeleteTask: {};
+  /** Remove only our finalizer (resourceVersion precondition, so a foreign finalizer added meanwhile survives). */
+  RemoveFinalizer: { readonly finalizer: string };
+  /** A Kubernetes Event on the task. */
+  RecordEvent: { readonly eventType: EventType; readonly reason: string; readonly note: string };
+  /** End of pass: run again after `delayMs`. */
+  RequeueAfter: { readonly delayMs: number; readonly reason: RequeueReason };
+  /** End of pass: nothing to do until the task or one of its peers changes. */
+  AwaitChange: { readonly reason: string };
+}>;
+
+export const TaskEffect = Data.taggedEnum<TaskEffect>();
+
+/** Effects that end a pass. */
+export type PassEnd = Extract<TaskEffect, { readonly _tag: "RequeueAfter" | "AwaitChange" }>;
+
+export const isPassEnd = (effect: TaskEffect): effect is PassEnd =>
+  effect._tag === "RequeueAfter" || effect._tag === "AwaitChange";
+
+/** Effects that change the task object (what "API writes per task" counts). */
+export const isTaskWrite = (effect: TaskEffect): boolean =>
+  effect._tag === "AddFinalizer" ||
+  effect._tag === "PatchStatus" ||
+  effect._tag === "DeleteTask" ||
+  effect._tag === "RemoveFinalizer";

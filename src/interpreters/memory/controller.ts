@@ -1,0 +1,557 @@
+/**
+ * The controller, simulated: the same passes (src/reconcile/pass.ts), the same retry rule and the same
+ * effects as the Kubernetes runtime, run against `MemoryApiServer` under a `FakeClock`, one effect at a
+ * time. It can crash between any two effects, park a pass on a hanging handler, fail a status write,
+ * and it records everything property tests check: handler calls, writes, events and transitions.
+ *
+ * Runtime rules it shares with the real runtime:
+ * - one key is never in two passes at once; changes to a busy key run after its pass;
+ * - deleting a task whose handler call is in flight cancels the call (its result is dropped);
+ * - admissions of one group are serialised: a pass parked in Admit holds the group;
+ * - a handler result whose status write failed is kept and replayed, never asked for again;
+ * - a crash loses all of that memory; the restart lists every object, as an informer would.
+ */
+import { isTerminal } from "../../api/status.ts";
+import { isTaskWrite, type PassEnd, type TaskEffect } from "../../effects/task-effect.ts";
+import { nextRetryState, noRetry, type RetryState } from "../../effects/retry-state.ts";
+import type { KnownResult, LifecycleConfig, Phase, PhaseOutcome } from "../../machine/types.ts";
+import { defectOutcome } from "../../reconcile/handler-defect.ts";
+import { observe, peersOf } from "../../reconcile/observe.ts";
+import { advance, deliver, nextEffect, type Pass, passEnd, startPass, type TransitionRecord } from "../../reconcile/pass.ts";
+import { machineVersionAnnotation, type TaskFacts, type TaskKind } from "../../reconcile/task-kind.ts";
+import type { MemoryApiServer, WatchEvent } from "./api-server.ts";
+import type { FakeClock } from "./clock.ts";
+import type { JsonObject } from "./merge-patch.ts";
+
+/** What a scripted handler does when called. */
+export type Behaviour =
+  | { readonly kind: "return"; readonly outcome: PhaseOutcome }
+  | { readonly kind: "hang" }
+  | { readonly kind: "throw"; readonly message: string };
+
+export interface HandlerCall {
+  readonly id: number;
+  readonly uid: string;
+  readonly name: string;
+  readonly phase: Phase;
+  readonly at: number;
+  /** Crashes before this call; calls in different epochs are separated by a crash. */
+  readonly epoch: number;
+  /** Whether our finalizer was on the stored object when the call started. */
+  readonly finalizerPresent: boolean;
+  outcome?: PhaseOutcome;
+  /** The result reached the object (a status write or the finalizer removal after it succeeded). */
+  persisted: boolean;
+  /** The call was dropped: cancelled by a deletion, or lost in a crash. */
+  dropped?: "cancelled" | "crash";
+}
+
+export interface WriteRecord {
+  readonly uid: string;
+  readonly name: string;
+  readonly effect: TaskEffect["_tag"];
+  readonly at: number;
+}
+
+export interface RecordedEvent {
+  readonly uid: string;
+  readonly name: string;
+  readonly eventType: string;
+  readonly reason: string;
+  readonly note: string;
+  readonly at: number;
+}
+
+export interface PassRecord {
+  readonly uid: string;
+  readonly name: string;
+  readonly at: number;
+  readonly transitions: ReadonlyArray<TransitionRecord>;
+  readonly end?: PassEnd;
+  readonly aborted?: string;
+  /** The effects of the pass in order (for the no-op property). */
+  readonly effects: ReadonlyArray<TaskEffect["_tag"]>;
+}
+
+export interface SimulatedControllerOptions<Task> {
+  readonly kind: TaskKind<Task>;
+  readonly config: LifecycleConfig;
+  /** Config members that have a handler. */
+  readonly supported: ReadonlyArray<string>;
+  readonly server: MemoryApiServer;
+  readonly clock: FakeClock;
+  readonly behaviour: (task: TaskFacts, phase: Phase) => Behaviour;
+}
+
+interface Parked {
+  readonly pass: Pass;
+  readonly uid: string;
+  readonly phase: Phase;
+  readonly call: HandlerCall;
+  readonly lockedGroup?: string;
+  readonly started: number;
+  readonly effects: TaskEffect["_tag"][];
+}
+
+interface Running {
+  readonly key: string;
+  readonly uid: string;
+  readonly name: string;
+  readonly started: number;
+  readonly effects: TaskEffect["_tag"][];
+  /** The last handler call of this pass whose result is not yet on the object. */
+  unpersisted?: { readonly call: HandlerCall | undefined; readonly known: KnownResult } | undefined;
+  object: JsonObject;
+  lockedGroup?: string;
+}
+
+const splitKey = (key: string): [string, string] => {
+  const at = key.indexOf("/");
+  return [key.slice(0, at), key.slice(at + 1)];
+};
+
+export class SimulatedController<Task> {
+  readonly calls: HandlerCall[] = [];
+  readonly writes: WriteRecord[] = [];
+  readonly events: RecordedEvent[] = [];
+  readonly passes: PassRecord[] = [];
+  epoch = 0;
+
+  readonly #options: SimulatedControllerOptions<Task>;
+  readonly #ready: string[] = [];
+  readonly #timers = new Map<string, number>();
+  readonly #retry = new Map<string, RetryState>();
+  readonly #outbox = new Map<string, KnownResult>();
+  readonly #parked = new Map<string, Parked>();
+  readonly #groupLocks = new Map<string, string>();
+  /** Keys that changed while busy or while their group was locked; run when they are free. */
+  readonly #deferred = new Set<string>();
+  readonly #lastState = new Map<string, string | undefined>();
+  #crashCountdown: number | undefined;
+  #failNextStatusWrite = false;
+  #concurrentEditBeforeNextMetadataWrite = false;
+  #runSerial = 0;
+  #callSerial = 0;
+
+  constructor(options: SimulatedControllerOptions<Task>) {
+    this.#options = options;
+    options.server.watch((event) => this.#onWatch(event));
+    this.#relist();
+  }
+
+  // ---- commands --------------------------------------------------------------------------------
+
+  /** Runs passes until nothing is ready (or `maxPasses` ran); returns how many ran. */
+  runUntilIdle(maxPasses = 10_000): number {
+    let count = 0;
+    while (this.#ready.length > 0 && count < maxPasses) {
+      const key = this.#ready.shift();
+      if (key === undefined) break;
+      this.#runKey(key);
+      count += 1;
+    }
+    return count;
+  }
+
+  /** Moves the clock forward by `ms`, firing timers in order and running what they make ready. */
+  advanceAndRun(ms: number): void {
+    const target = this.#options.clock.now() + ms;
+    for (;;) {
+      const due = [...this.#timers.entries()].filter(([, at]) => at <= target).sort((a, b) => a[1] - b[1])[0];
+      if (due === undefined) break;
+      const [key, at] = due;
+      this.#options.clock.set(Math.max(at, this.#options.clock.now()));
+      this.#timers.delete(key);
+      this.#enqueue(key);
+      this.runUntilIdle();
+    }
+    this.#options.clock.set(target);
+    this.runUntilIdle();
+  }
+
+  /** The earliest pending timer, if any. */
+  nextTimer(): number | undefined {
+    const times = [...this.#timers.values()];
+    return times.length === 0 ? undefined : Math.min(...times);
+  }
+
+  /** Crash after `effects` more effects have been performed (0: before the next one). */
+  crashAfter(effects: number): void {
+    this.#crashCountdown = effects;
+  }
+
+  /** Crash now and restart: all memory is lost; the restart lists every object. */
+  crash(): void {
+    this.epoch += 1;
+    for (const parked of this.#parked.values()) parked.call.dropped = "crash";
+    this.#ready.length = 0;
+    this.#timers.clear();
+    this.#retry.clear();
+    this.#outbox.clear();
+    this.#parked.clear();
+    this.#groupLocks.clear();
+    this.#deferred.clear();
+    this.#crashCountdown = undefined;
+    this.#relist();
+  }
+
+  failNextStatusWrite(): void {
+    this.#failNextStatusWrite = true;
+  }
+
+  /** Someone else writes the object between our read and our next metadata write (a 409 for us). */
+  editConcurrentlyBeforeNextMetadataWrite(): void {
+    this.#concurrentEditBeforeNextMetadataWrite = true;
+  }
+
+  /** Names of tasks whose handler call is hanging. */
+  hanging(): string[] {
+    return [...this.#parked.keys()].map((key) => splitKey(key)[1]);
+  }
+
+  /** A hanging handler call returns. */
+  resolve(namespace: string, name: string, outcome: PhaseOutcome): boolean {
+    const key = `${namespace}/${name}`;
+    const parked = this.#parked.get(key);
+    if (parked === undefined) return false;
+    this.#parked.delete(key);
+    const current = this.#options.server.get(namespace, name);
+    if (!current.ok) {
+      parked.call.dropped = "cancelled";
+      this.#unlock(parked.lockedGroup);
+      return true;
+    }
+    parked.call.outcome = outcome;
+    const running: Running = {
+      key,
+      uid: parked.uid,
+      name,
+      started: parked.started,
+      effects: parked.effects,
+      unpersisted: { call: parked.call, known: { phase: parked.phase, outcome } },
+      object: current.value,
+      ...(parked.lockedGroup === undefined ? {} : { lockedGroup: parked.lockedGroup }),
+    };
+    this.#continue(running, deliver(parked.pass, parked.phase, outcome));
+    this.#release(key);
+    this.runUntilIdle();
+    return true;
+  }
+
+  // ---- the work queue ---------------------------------------------------------------------------
+
+  #relist(): void {
+    for (const object of this.#options.server.list()) {
+      const meta = (object.metadata ?? {}) as JsonObject;
+      this.#enqueue(`${String(meta.namespace)}/${String(meta.name)}`);
+    }
+  }
+
+  #enqueue(key: string): void {
+    if (this.#parked.has(key)) {
+      this.#deferred.add(key);
+      return;
+    }
+    if (!this.#ready.includes(key)) this.#ready.push(key);
+  }
+
+  #onWatch(event: WatchEvent): void {
+    const decoded = this.#options.kind.decode(event.object);
+    if (!decoded.ok) return;
+    const facts = this.#options.kind.facts(decoded.task);
+    const key = `${facts.metadata.namespace}/${facts.metadata.name}`;
+    const previous = this.#lastState.get(facts.metadata.uid);
+    const changedState = event.type === "DELETED" || previous !== facts.status.state;
+    this.#lastState.set(facts.metadata.uid, facts.status.state);
+    if (event.type === "DELETED") {
+      this.#cancel(key, facts.metadata.uid);
+    } else if (facts.metadata.deletionTimestamp !== undefined) {
+      const parked = this.#parked.get(key);
+      if (parked !== undefined && parked.phase !== "cleanup") this.#cancel(key, facts.metadata.uid);
+    }
+    if (event.type !== "DELETED") this.#enqueue(key);
+    // A task that ended or went away may unblock the tasks queued behind it.
+    if (changedState && facts.group !== undefined) {
+      for (const peer of this.#facts()) {
+        if (peer.metadata.namespace === facts.metadata.namespace && peer.group === facts.group) {
+          this.#enqueue(`${peer.metadata.namespace}/${peer.metadata.name}`);
+        }
+      }
+    }
+  }
+
+  #cancel(key: string, uid: string): void {
+    const parked = this.#parked.get(key);
+    if (parked === undefined || parked.uid !== uid) return;
+    parked.call.dropped = "cancelled";
+    this.#parked.delete(key);
+    this.#unlock(parked.lockedGroup);
+    this.#release(key);
+  }
+
+  #release(key: string): void {
+    if (this.#deferred.delete(key)) this.#enqueue(key);
+  }
+
+  #unlock(group: string | undefined): void {
+    if (group === undefined) return;
+    this.#groupLocks.delete(group);
+    for (const key of [...this.#deferred]) {
+      if (!this.#parked.has(key)) {
+        this.#deferred.delete(key);
+        this.#enqueue(key);
+      }
+    }
+  }
+
+  #facts(): TaskFacts[] {
+    return this.#options.server.list().flatMap((object) => {
+      const decoded = this.#options.kind.decode(object);
+      return decoded.ok ? [this.#options.kind.facts(decoded.task)] : [];
+    });
+  }
+
+  // ---- one pass ---------------------------------------------------------------------------------
+
+  #runKey(key: string): void {
+    if (this.#parked.has(key)) {
+      this.#deferred.add(key);
+      return;
+    }
+    const [namespace, name] = splitKey(key);
+    const stored = this.#options.server.get(namespace, name);
+    if (!stored.ok) return;
+    const decoded = this.#options.kind.decode(stored.value);
+    if (!decoded.ok) return;
+    const facts = this.#options.kind.facts(decoded.task);
+    const uid = facts.metadata.uid;
+    const groupKey = facts.group === undefined ? undefined : `${namespace}/${facts.group}`;
+    if (groupKey !== undefined) {
+      const holder = this.#groupLocks.get(groupKey);
+      if (holder !== undefined && holder !== key) {
+        this.#deferred.add(key);
+        return;
+      }
+    }
+    const retry = this.#retry.get(uid) ?? noRetry;
+    const known = this.#outbox.get(uid);
+    this.#outbox.delete(uid);
+    this.#runSerial += 1;
+    const pass = startPass({
+      task: observe(facts, this.#options.supported),
+      peers: peersOf(facts, this.#facts()),
+      now: this.#options.clock.now(),
+      runId: `run-${this.#runSerial}`,
+      retries: retry.retries,
+      ...(retry.retryAt === undefined ? {} : { retryAt: retry.retryAt }),
+      ...(known === undefined ? {} : { known }),
+      config: this.#options.config,
+    });
+    const running: Running = {
+      key,
+      uid,
+      name,
+      started: this.#options.clock.now(),
+      effects: [],
+      object: stored.value,
+      ...(known === undefined ? {} : { unpersisted: { call: undefined, known } }),
+      ...(groupKey === undefined ? {} : { lockedGroup: groupKey }),
+    };
+    this.#continue(running, pass);
+  }
+
+  /** Performs the pass's effects until it ends, parks on a hanging handler, aborts or crashes. */
+  #continue(running: Running, start: Pass): void {
+    let pass = start;
+    const { server, clock } = this.#options;
+    const [namespace, name] = splitKey(running.key);
+    for (;;) {
+      const end = passEnd(pass);
+      if (end !== undefined) {
+        this.#finish(running, pass, end);
+        return;
+      }
+      const effect = nextEffect(pass);
+      if (effect === undefined) {
+        this.#abort(running, pass, "the pass ended without a requeue or await effect");
+        return;
+      }
+      if (this.#crashCountdown !== undefined) {
+        if (this.#crashCountdown === 0) {
+          this.passes.push({ uid: running.uid, name, at: running.started, transitions: pass.transitions, aborted: "crash", effects: running.effects });
+          this.crash();
+          return;
+        }
+        this.#crashCountdown -= 1;
+      }
+      running.effects.push(effect._tag);
+      if (effect._tag === "RunPhase") {
+        const result = this.#call(running, pass, effect.phase);
+        if (result === "parked") return;
+        pass = deliver(pass, effect.phase, result.outcome);
+        running.unpersisted = { call: result.call, known: { phase: effect.phase, outcome: result.outcome } };
+        continue;
+      }
+      if (effect._tag === "RecordEvent") {
+        this.events.push({ uid: running.uid, name, eventType: effect.eventType, reason: effect.reason, note: effect.note, at: clock.now() });
+        pass = advance(pass);
+        continue;
+      }
+      const written = this.#write(running, namespace, name, effect);
+      if (written === "gone") {
+        this.passes.push({ uid: running.uid, name, at: running.started, transitions: pass.transitions, aborted: "gone", effects: running.effects });
+        this.#unlock(running.lockedGroup);
+        this.#retry.delete(running.uid);
+        return;
+      }
+      if (written !== "ok") {
+        // A failed write ends the pass; the result it carried waits in the outbox (never re-asked).
+        if (running.unpersisted !== undefined) this.#outbox.set(running.uid, running.unpersisted.known);
+        this.#abort(running, pass, written);
+        return;
+      }
+      if (running.unpersisted !== undefined && (effect._tag === "PatchStatus" || effect._tag === "RemoveFinalizer")) {
+        if (running.unpersisted.call !== undefined) running.unpersisted.call.persisted = true;
+        running.unpersisted = undefined;
+      }
+      if (effect._tag === "DeleteTask" && server.get(namespace, name).ok === false) {
+        // Without a finalizer the DELETE removed the object at once; there is nothing left to do.
+        this.passes.push({ uid: running.uid, name, at: running.started, transitions: pass.transitions, aborted: "gone", effects: running.effects });
+        this.#unlock(running.lockedGroup);
+        return;
+      }
+      pass = advance(pass);
+    }
+  }
+
+  #call(running: Running, pass: Pass, phase: Phase): "parked" | { outcome: PhaseOutcome; call: HandlerCall } {
+    const [namespace, name] = splitKey(running.key);
+    const decoded = this.#options.kind.decode(running.object);
+    const facts = decoded.ok ? this.#options.kind.facts(decoded.task) : undefined;
+    const stored = this.#options.server.get(namespace, name);
+    const storedFinalizers = stored.ok ? ((stored.value.metadata as JsonObject).finalizers ?? []) : [];
+    this.#callSerial += 1;
+    const call: HandlerCall = {
+      id: this.#callSerial,
+      uid: running.uid,
+      name,
+      phase,
+      at: this.#options.clock.now(),
+      epoch: this.epoch,
+      finalizerPresent: Array.isArray(storedFinalizers) && storedFinalizers.includes(this.#options.config.finalizer),
+      persisted: false,
+    };
+    this.calls.push(call);
+    const behaviour: Behaviour =
+      facts === undefined ? { kind: "throw", message: "undecodable task" } : this.#options.behaviour(facts, phase);
+    switch (behaviour.kind) {
+      case "return":
+        call.outcome = behaviour.outcome;
+        return { outcome: behaviour.outcome, call };
+      case "throw": {
+        const outcome = defectOutcome(behaviour.message);
+        call.outcome = outcome;
+        return { outcome, call };
+      }
+      case "hang": {
+        // Admission of a group stays serialised while this Admit is in flight.
+        const lockedGroup = phase === "admit" ? running.lockedGroup : undefined;
+        if (lockedGroup !== undefined) this.#groupLocks.set(lockedGroup, running.key);
+        this.#parked.set(running.key, {
+          pass,
+          uid: running.uid,
+          phase,
+          call,
+          started: running.started,
+          effects: running.effects,
+          ...(lockedGroup === undefined ? {} : { lockedGroup }),
+        });
+        return "parked";
+      }
+    }
+  }
+
+  /** Performs one write; "ok", "gone" (404, or the UID no longer matches), or the reason it failed. */
+  #write(running: Running, namespace: string, name: string, effect: TaskEffect): "ok" | "gone" | string {
+    const { server, clock } = this.#options;
+    const meta = (running.object.metadata ?? {}) as JsonObject;
+    const finalizers = Array.isArray(meta.finalizers) ? meta.finalizers.filter((f): f is string => typeof f === "string") : [];
+    if ((effect._tag === "AddFinalizer" || effect._tag === "RemoveFinalizer") && this.#concurrentEditBeforeNextMetadataWrite) {
+      this.#concurrentEditBeforeNextMetadataWrite = false;
+      server.patch(namespace, name, { metadata: { labels: { "edited-by": `someone-${clock.now()}` } } });
+    }
+    let result: ReturnType<MemoryApiServer["patch"]>;
+    switch (effect._tag) {
+      case "AddFinalizer":
+        result = server.patch(namespace, name, {
+          metadata: {
+            resourceVersion: meta.resourceVersion ?? null,
+            finalizers: finalizers.includes(effect.finalizer) ? finalizers : [...finalizers, effect.finalizer],
+            annotations: { [machineVersionAnnotation]: String(effect.machineVersion) },
+          },
+        });
+        break;
+      case "PatchStatus":
+        if (this.#failNextStatusWrite) {
+          this.#failNextStatusWrite = false;
+          return "status write failed: 500 Internal Server Error";
+        }
+        result = server.patchStatus(namespace, name, { status: effect.patch as JsonObject });
+        break;
+      case "DeleteTask":
+        result = server.delete(namespace, name, { uid: running.uid });
+        break;
+      case "RemoveFinalizer":
+        result = server.patch(namespace, name, {
+          metadata: {
+            resourceVersion: meta.resourceVersion ?? null,
+            finalizers: finalizers.filter((f) => f !== effect.finalizer),
+          },
+        });
+        break;
+      default:
+        return `not a write: ${effect._tag}`;
+    }
+    if (!result.ok) {
+      if (result.error.code === 404) return "gone";
+      if (effect._tag === "DeleteTask" && result.error.code === 409) return "gone";
+      return `${result.error.code} ${result.error.reason}: ${result.error.message}`;
+    }
+    if ((result.value.metadata as JsonObject).uid !== running.uid) return "gone";
+    running.object = result.value;
+    if (isTaskWrite(effect)) this.writes.push({ uid: running.uid, name, effect: effect._tag, at: clock.now() });
+    return "ok";
+  }
+
+  #finish(running: Running, pass: Pass, end: PassEnd): void {
+    const { clock } = this.#options;
+    const [, name] = splitKey(running.key);
+    running.effects.push(end._tag);
+    this.passes.push({ uid: running.uid, name, at: running.started, transitions: pass.transitions, end, effects: running.effects });
+    this.#unlock(running.lockedGroup);
+    const next = nextRetryState(this.#retry.get(running.uid) ?? noRetry, end, clock.now());
+    this.#retry.set(running.uid, next);
+    if (end._tag === "RequeueAfter") this.#timers.set(running.key, clock.now() + end.delayMs);
+    else this.#timers.delete(running.key);
+  }
+
+  #abort(running: Running, pass: Pass, reason: string): void {
+    const { clock, config } = this.#options;
+    const [, name] = splitKey(running.key);
+    this.passes.push({ uid: running.uid, name, at: running.started, transitions: pass.transitions, aborted: reason, effects: running.effects });
+    this.#unlock(running.lockedGroup);
+    // An aborted pass backs off like any error; the next pass starts from the stored object.
+    const previous = this.#retry.get(running.uid) ?? noRetry;
+    this.#retry.set(running.uid, { retries: previous.retries + 1 });
+    const delay = Math.min(config.backoffCapMs, config.backoffBaseMs * 2 ** Math.min(previous.retries, 40));
+    this.#timers.set(running.key, clock.now() + Math.max(config.minRequeueMs, delay));
+  }
+
+  /** The current state of every stored task, for checks. */
+  terminalOrGone(namespace: string, name: string): boolean {
+    const stored = this.#options.server.get(namespace, name);
+    if (!stored.ok) return true;
+    const decoded = this.#options.kind.decode(stored.value);
+    return decoded.ok && isTerminal(this.#options.kind.facts(decoded.task).status.state);
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * Every text the lifecycle itself writes (contract §1.5), in one place. Handler texts come from the
+ * handlers. Druid mixes "in progress" and "in Progress"; opstask writes one form (decision 7).
+ */
+import type { OperationState, OperationType } from "../api/status.ts";
+import type { PeerTask, TaskError, Vocabulary } from "./types.ts";
+
+export const describe = {
+  admitInProgress: "Task Admit phase is in progress",
+  executionInProgress: "Task Execution phase is in progress",
+  cleanupInProgress: "Task Cleanup phase is in progress",
+  cleanupCompleted: "Cleanup completed",
+  cleanupSkippedRejected: "Cleanup skipped for rejected task",
+  unsupported: "Task config is not supported by this controller",
+  duplicate: (words: Vocabulary): string => `${words.kind} for the same ${words.group} is already in progress`,
+  queued: (words: Vocabulary, peer: PeerTask): string =>
+    `Waiting for ${words.kind} ${peer.name} on the same ${words.group} to finish`,
+  deadline: (type: OperationType): string => `Task ${type} phase exceeded its deadline`,
+  /** Druid's text when a handler leaves its description empty. */
+  fallback: (type: OperationType, state: OperationState, task: string): string =>
+    `${type} is in state ${state} for task ${task}`,
+} as const;
+
+export const lifecycleErrors = {
+  duplicate: (words: Vocabulary, namespace: string, group: string, peer: PeerTask): TaskError => ({
+    code: "ERR_DUPLICATE_TASK",
+    message: "duplicate task found",
+    cause: `an ${words.kind} for ${words.group} ${namespace}/${group} is already present (task: ${peer.name})`,
+  }),
+  unsupported: (reason: string): TaskError => ({
+    code: "ERR_UNSUPPORTED_TASK",
+    message: "unsupported task config",
+    cause: reason,
+  }),
+  deadline: (type: OperationType, deadlineMs: number, last: TaskError | undefined): TaskError => ({
+    code: "ERR_DEADLINE_EXCEEDED",
+    message: `${type} phase did not complete within ${Math.round(deadlineMs / 1000)}s`,
+    cause: last === undefined ? "no successful attempt before the deadline" : `last error: ${last.code}`,
+  }),
+} as const;

@@ -1,0 +1,118 @@
+/**
+ * What one reconcile pass knows. The machine never reads a clock, a cache or the API: everything it
+ * decides on arrives here, so a pass is a pure function of its input and the handler results fed to it.
+ */
+import type { OperationType, TaskState, TaskStatus } from "../api/status.ts";
+
+/** The handler phases of a task, in lifecycle order. */
+export type Phase = "admit" | "execute" | "cleanup";
+
+export const operationOf: Record<Phase, OperationType> = {
+  admit: "Admit",
+  execute: "Execution",
+  cleanup: "Cleanup",
+};
+
+/** An error a handler (or the lifecycle itself) attaches to a result; rendered per contract §1.6. */
+export interface TaskError {
+  readonly code: string;
+  readonly message: string;
+  readonly cause: string;
+}
+
+/**
+ * The result of one handler phase call (contract §1.12):
+ * - `completed`: the phase succeeded; the lifecycle moves on;
+ * - `failed`: retrying cannot help; Admit → Rejected, Execute → Failed, Cleanup → released with a warning;
+ * - `retry`: try again later; with an error it backs off exponentially, without one it polls after
+ *   `afterMs` (or the requeue interval).
+ */
+export type PhaseOutcome =
+  | { readonly kind: "completed"; readonly description: string }
+  | { readonly kind: "failed"; readonly description: string; readonly error: TaskError }
+  | {
+      readonly kind: "retry";
+      readonly description: string;
+      readonly error?: TaskError;
+      readonly afterMs?: number;
+    };
+
+/** How tasks that share an admission group (druid: the same etcd) are admitted (contract decision 4). */
+export type DuplicatePolicy = "reject" | "queue";
+
+/** Words that make descriptions and error causes read right for a task kind. */
+export interface Vocabulary {
+  /** The task kind, e.g. `EtcdOpsTask`. */
+  readonly kind: string;
+  /** What an admission group is, e.g. `etcd`. */
+  readonly group: string;
+}
+
+export interface LifecycleConfig {
+  /** Our finalizer; other finalizers on the object are never touched. */
+  readonly finalizer: string;
+  readonly duplicatePolicy: DuplicatePolicy;
+  /** Poll interval for `retry` without an error and for queued tasks (druid: 15 s). */
+  readonly requeueIntervalMs: number;
+  /** Exponential backoff after a transient error: base · 2^retries, capped (druid: 10 ms → 15 s). */
+  readonly backoffBaseMs: number;
+  readonly backoffCapMs: number;
+  /**
+   * When set, a phase that keeps failing transiently for longer than this (counted from the phase's
+   * start) ends the task: Admit → Rejected, Execute → Failed, Cleanup → finalizer released. Off in druid.
+   */
+  readonly phaseDeadlineMs?: number;
+  /** The shortest requeue the machine asks for, so that a delay that rounds to zero still fires. */
+  readonly minRequeueMs: number;
+  readonly vocabulary: Vocabulary;
+}
+
+/** Another task of the same admission group, as the cache shows it. */
+export interface PeerTask {
+  readonly name: string;
+  readonly uid: string;
+  /** Milliseconds since the epoch; whole seconds on the wire. */
+  readonly createdAt: number;
+  readonly state: TaskState | undefined;
+}
+
+/** The task object, reduced to what the lifecycle needs. */
+export interface TaskObservation {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly createdAt: number;
+  readonly finalizers: ReadonlyArray<string>;
+  /** `metadata.deletionTimestamp` in ms, when the object is being deleted. */
+  readonly deletingSince?: number;
+  /** The machine version recorded on the object (annotation); absent on objects we never touched. */
+  readonly machineVersion?: number;
+  readonly ttlSeconds: number;
+  /** The admission group (druid: `spec.etcdName`); tasks without one never conflict. */
+  readonly group?: string;
+  /** Set when no handler exists for the task's config; the task is Rejected and stays deletable. */
+  readonly unsupported?: { readonly reason: string };
+  readonly status: TaskStatus;
+}
+
+/** A handler result that is known but was not yet persisted (its status write failed). */
+export interface KnownResult {
+  readonly phase: Phase;
+  readonly outcome: PhaseOutcome;
+}
+
+export interface PassInput {
+  readonly task: TaskObservation;
+  /** Other tasks in the same namespace and admission group; ignored when the task has no group. */
+  readonly peers: ReadonlyArray<PeerTask>;
+  /** Milliseconds since the epoch, from the runtime's clock. */
+  readonly now: number;
+  /** The reconcile ID; written to `lastOperation.runID`. */
+  readonly runId: string;
+  /** Consecutive passes of this task that ended in an error backoff (the runtime counts them). */
+  readonly retries: number;
+  /** When the last backoff of this task ends; a handler is not called again before then. */
+  readonly retryAt?: number;
+  readonly known?: KnownResult;
+  readonly config: LifecycleConfig;
+}

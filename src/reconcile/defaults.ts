@@ -1,0 +1,22 @@
+/** Lifecycle settings with etcd-druid's production values (contract §0, §1.7). */
+import type { LifecycleConfig } from "../machine/types.ts";
+import type { TaskKind } from "./task-kind.ts";
+
+export const druidTiming = {
+  requeueIntervalMs: 15_000,
+  backoffBaseMs: 10,
+  backoffCapMs: 15_000,
+  /** Positive, so that a TTL delay that rounds to zero still schedules a pass (druid bug 1.16 #4). */
+  minRequeueMs: 10,
+} as const;
+
+export const lifecycleConfig = <Task>(
+  kind: TaskKind<Task>,
+  overrides: Partial<Omit<LifecycleConfig, "finalizer" | "vocabulary">> = {},
+): LifecycleConfig => ({
+  finalizer: kind.finalizer,
+  vocabulary: kind.vocabulary,
+  duplicatePolicy: "reject",
+  ...druidTiming,
+  ...overrides,
+});

@@ -1,0 +1,53 @@
+/** Turns a decoded task into the machine's `TaskObservation`, and its peers into `PeerTask`s. */
+import { fromWireTime } from "../machine/time.ts";
+import type { PeerTask, TaskObservation } from "../machine/types.ts";
+import { machineVersionAnnotation, type TaskFacts } from "./task-kind.ts";
+
+/**
+ * @param supported whether a handler exists for the task's config member; when not, the reason is
+ *   recorded and the machine Rejects the task (it stays deletable: deletion never needs a handler).
+ */
+export const observe = (facts: TaskFacts, supported: ReadonlyArray<string>): TaskObservation => {
+  const { metadata } = facts;
+  const deletingSince = fromWireTime(metadata.deletionTimestamp);
+  const version = Number(metadata.annotations?.[machineVersionAnnotation]);
+  return {
+    namespace: metadata.namespace,
+    name: metadata.name,
+    uid: metadata.uid,
+    createdAt: fromWireTime(metadata.creationTimestamp) ?? 0,
+    finalizers: metadata.finalizers ?? [],
+    ...(deletingSince === undefined ? {} : { deletingSince }),
+    ...(Number.isInteger(version) ? { machineVersion: version } : {}),
+    ttlSeconds: facts.ttlSeconds,
+    ...(facts.group === undefined ? {} : { group: facts.group }),
+    ...(supported.includes(facts.member)
+      ? {}
+      : {
+          unsupported: {
+            reason: `config member "${facts.member}" is not supported by this controller (supported: ${supported.join(", ")})`,
+          },
+        }),
+    status: facts.status,
+  };
+};
+
+export const asPeer = (facts: TaskFacts): PeerTask => ({
+  name: facts.metadata.name,
+  uid: facts.metadata.uid,
+  createdAt: fromWireTime(facts.metadata.creationTimestamp) ?? 0,
+  state: facts.status.state,
+});
+
+/** Peers of `task`: same namespace and admission group, other objects. */
+export const peersOf = (task: TaskFacts, all: ReadonlyArray<TaskFacts>): PeerTask[] =>
+  task.group === undefined
+    ? []
+    : all
+        .filter(
+          (other) =>
+            other.metadata.uid !== task.metadata.uid &&
+            other.metadata.namespace === task.metadata.namespace &&
+            other.group === task.group,
+        )
+        .map(asPeer);

@@ -1,0 +1,60 @@
+/**
+ * What the lifecycle needs to know about a task resource: where it lives, how to decode it, and how to
+ * read the few facts the machine decides on. EtcdOpsTask is one TaskKind; an embedding operator
+ * defines its own.
+ */
+import type { TaskStatus } from "../api/status.ts";
+import type { Vocabulary } from "../machine/types.ts";
+
+export interface ResourceRef {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  readonly plural: string;
+}
+
+/** The metadata fields the lifecycle reads (server-assigned ones are always present on stored objects). */
+export interface TaskMeta {
+  readonly name: string;
+  readonly namespace: string;
+  readonly uid: string;
+  readonly resourceVersion: string;
+  readonly creationTimestamp: string;
+  readonly deletionTimestamp?: string;
+  readonly finalizers?: ReadonlyArray<string>;
+  readonly annotations?: { readonly [key: string]: string };
+}
+
+/** The facts of one decoded task that drive its lifecycle. */
+export interface TaskFacts {
+  readonly metadata: TaskMeta;
+  readonly ttlSeconds: number;
+  /** The admission group: tasks of one group in one namespace are admitted one at a time. */
+  readonly group?: string;
+  /** The config member that selects the handler, e.g. `onDemandSnapshot`. */
+  readonly member: string;
+  readonly status: TaskStatus;
+}
+
+/** A decode failure, one line per problem, each naming the field (`spec.config.x.type: expected …`). */
+export interface TaskDecodeFailure {
+  readonly errors: ReadonlyArray<string>;
+  /** Present when the metadata decodes, so that an unreadable task can still be released and deleted. */
+  readonly metadata?: TaskMeta;
+}
+
+export type Decoded<Task> =
+  | { readonly ok: true; readonly task: Task }
+  | { readonly ok: false; readonly failure: TaskDecodeFailure };
+
+export interface TaskKind<Task> {
+  readonly resource: ResourceRef;
+  /** Our finalizer on these objects. */
+  readonly finalizer: string;
+  readonly vocabulary: Vocabulary;
+  readonly decode: (object: unknown) => Decoded<Task>;
+  readonly facts: (task: Task) => TaskFacts;
+}
+
+/** The annotation that records which machine version last claimed an object (status fields may be pruned). */
+export const machineVersionAnnotation = "opstask.gardener.cloud/machine-version";
