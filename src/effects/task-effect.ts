@@ -30,6 +30,7 @@ export type TaskEffect = Data.TaggedEnum<{
   /** Call a handler phase; its result comes back to the machine as a `phase.*` event. */
   RunPhase: { readonly phase: Phase };
   /** DELETE the task, preconditioned on its UID so that a new object with the same name is never hit. */
+  // biome-ignore lint/complexity/noBannedTypes: Data.TaggedEnum spells a variant without fields as `{}`.
   DeleteTask: {};
   /** Remove only our finalizer (resourceVersion precondition, so a foreign finalizer added meanwhile survives). */
   RemoveFinalizer: { readonly finalizer: string };

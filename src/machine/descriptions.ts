@@ -12,7 +12,8 @@ export const describe = {
   cleanupCompleted: "Cleanup completed",
   cleanupSkippedRejected: "Cleanup skipped for rejected task",
   unsupported: "Task config is not supported by this controller",
-  duplicate: (words: Vocabulary): string => `${words.kind} for the same ${words.group} is already in progress`,
+  duplicate: (words: Vocabulary): string =>
+    `${words.kind} for the same ${words.group} is already in progress`,
   queued: (words: Vocabulary, peer: PeerTask): string =>
     `Waiting for ${words.kind} ${peer.name} on the same ${words.group} to finish`,
   deadline: (type: OperationType): string => `Task ${type} phase exceeded its deadline`,

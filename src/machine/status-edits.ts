@@ -44,8 +44,17 @@ export const describeError = (type: OperationType, error: TaskError): string =>
   `[Operation: ${type}, Code: ${error.code}] message: ${error.message}, cause: ${error.cause}`;
 
 /** Appends an error, keeping the newest `maxLastErrors`, oldest first. Errors are never cleared. */
-export const withError = (status: TaskStatus, type: OperationType, error: TaskError, now: number): TaskStatus => {
-  const entry: LastError = { code: error.code, description: describeError(type, error), observedAt: toWireTime(now) };
+export const withError = (
+  status: TaskStatus,
+  type: OperationType,
+  error: TaskError,
+  now: number,
+): TaskStatus => {
+  const entry: LastError = {
+    code: error.code,
+    description: describeError(type, error),
+    observedAt: toWireTime(now),
+  };
   const errors = [...(status.lastErrors ?? []), entry].slice(-maxLastErrors);
   return { ...status, lastErrors: errors };
 };

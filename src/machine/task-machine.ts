@@ -30,11 +30,18 @@ export interface TaskContext {
   readonly ownsFinalizer: boolean;
   /** When deletion was requested (the object's deletionTimestamp, or our own DELETE in this pass). */
   readonly deletingSince: number | undefined;
+  /** The pass used `input.known` instead of calling the handler (so that result is now being persisted). */
+  readonly replayed: boolean;
 }
 
 export type PhaseEvent =
   | { readonly type: "phase.completed"; readonly phase: Phase; readonly description: string }
-  | { readonly type: "phase.failed"; readonly phase: Phase; readonly description: string; readonly error: TaskError }
+  | {
+      readonly type: "phase.failed";
+      readonly phase: Phase;
+      readonly description: string;
+      readonly error: TaskError;
+    }
   | {
       readonly type: "phase.retry";
       readonly phase: Phase;
@@ -80,8 +87,12 @@ const phaseStart = (context: TaskContext, phase: Phase): number | undefined => {
 const backoffDelay = ({ input }: TaskContext): number =>
   Math.min(input.config.backoffCapMs, input.config.backoffBaseMs * 2 ** Math.min(input.retries, 40));
 
-const described = (context: TaskContext, phase: Phase, state: "Completed" | "Failed" | "InProgress", text: string) =>
-  text !== "" ? text : describe.fallback(operationOf[phase], state, context.input.task.name);
+const described = (
+  context: TaskContext,
+  phase: Phase,
+  state: "Completed" | "Failed" | "InProgress",
+  text: string,
+) => (text !== "" ? text : describe.fallback(operationOf[phase], state, context.input.task.name));
 
 const lastErrorCode = (status: TaskStatus): TaskError | undefined => {
   const last = status.lastErrors?.at(-1);
@@ -144,6 +155,9 @@ const lifecycle = setup({
     backoffRunning: ({ context }) =>
       context.input.retryAt !== undefined && context.input.now < context.input.retryAt,
     resultKnown: ({ context }, { phase }: { phase: Phase }) => context.input.known?.phase === phase,
+    /** A cleanup result is on the object already (written because another finalizer kept it visible). */
+    cleanupRecorded: ({ context }) =>
+      context.status.lastOperation?.type === "Cleanup" && context.status.lastOperation.state !== "InProgress",
     cleanupNeeded: ({ context }) =>
       context.status.state !== "Rejected" && context.input.task.unsupported === undefined,
     othersHoldObject: ({ context }) =>
@@ -165,12 +179,12 @@ const effects = lifecycle.extend({
     /** Replays a handler result that is known but was never persisted, instead of calling the handler again. */
     replayKnown: lifecycle.enqueueActions(({ context, enqueue }) => {
       const known = context.input.known;
-      if (known !== undefined) enqueue.raise(phaseEvent(known.phase, known.outcome));
+      if (known === undefined) return;
+      enqueue.assign({ replayed: true });
+      enqueue.raise(phaseEvent(known.phase, known.outcome));
     }),
     markPending: lifecycle.assign(
-      edit((context) =>
-        context.status.state === undefined ? enter(context, "Pending") : context.status,
-      ),
+      edit((context) => (context.status.state === undefined ? enter(context, "Pending") : context.status)),
     ),
     startExecution: lifecycle.assign(edit((context) => enter(context, "InProgress"))),
     /** The Started event follows the write that made the task InProgress, never precedes it. */
@@ -192,7 +206,10 @@ const effects = lifecycle.extend({
     queueBehindPeer: lifecycle.assign(
       edit((context) => {
         const peer = blockingPeer(context.input.task, context.input.peers);
-        const text = peer === undefined ? describe.admitInProgress : describe.queued(context.input.config.vocabulary, peer);
+        const text =
+          peer === undefined
+            ? describe.admitInProgress
+            : describe.queued(context.input.config.vocabulary, peer);
         return operate(context, enter(context, "Pending"), "admit", "InProgress", text);
       }),
     ),
@@ -200,7 +217,13 @@ const effects = lifecycle.extend({
       edit((context) => {
         const { task, peers, config } = context.input;
         const peer = blockingPeer(task, peers);
-        const status = operate(context, enter(context, "Rejected"), "admit", "Failed", describe.duplicate(config.vocabulary));
+        const status = operate(
+          context,
+          enter(context, "Rejected"),
+          "admit",
+          "Failed",
+          describe.duplicate(config.vocabulary),
+        );
         if (peer === undefined || task.group === undefined) return status;
         const error = lifecycleErrors.duplicate(config.vocabulary, task.namespace, task.group, peer);
         return withError(status, "Admit", error, context.input.now);
@@ -229,7 +252,11 @@ const effects = lifecycle.extend({
     recordFailure: lifecycle.assign(({ context, event }) => {
       if (event.type !== "phase.failed") return {};
       const text = described(context, event.phase, "Failed", event.description);
-      const terminal: Record<Phase, TaskState | undefined> = { admit: "Rejected", execute: "Failed", cleanup: undefined };
+      const terminal: Record<Phase, TaskState | undefined> = {
+        admit: "Rejected",
+        execute: "Failed",
+        cleanup: undefined,
+      };
       const state = terminal[event.phase];
       const next = state === undefined ? context.status : enter(context, state);
       const status = operate(context, next, event.phase, "Failed", text);
@@ -241,7 +268,10 @@ const effects = lifecycle.extend({
       const base = event.phase === "admit" ? enter(context, "Pending") : context.status;
       const status = operate(context, base, event.phase, "InProgress", text);
       return {
-        status: event.error === undefined ? status : withError(status, operationOf[event.phase], event.error, context.input.now),
+        status:
+          event.error === undefined
+            ? status
+            : withError(status, operationOf[event.phase], event.error, context.input.now),
       };
     }),
     skipCleanup: lifecycle.assign(
@@ -260,7 +290,11 @@ const deadlineEdit = (phase: Phase) =>
     edit((context) => {
       const type = operationOf[phase];
       const deadlineMs = context.input.config.phaseDeadlineMs ?? 0;
-      const terminal: Record<Phase, TaskState | undefined> = { admit: "Rejected", execute: "Failed", cleanup: undefined };
+      const terminal: Record<Phase, TaskState | undefined> = {
+        admit: "Rejected",
+        execute: "Failed",
+        cleanup: undefined,
+      };
       const state = terminal[phase];
       const next = state === undefined ? context.status : enter(context, state);
       const status = operate(context, next, phase, "Failed", describe.deadline(type));
@@ -285,11 +319,24 @@ const waitForBackoff = {
     requeue((context.input.retryAt ?? context.input.now) - context.input.now, "waiting", context),
 } as const;
 
-const onPhaseResult = (phase: Phase, next: { completed: string; failed: string }) => ({
-  "phase.completed": { guard: ({ event }: { event: PhaseEvent }) => event.phase === phase, target: next.completed, actions: "recordCompletion" },
-  "phase.failed": { guard: ({ event }: { event: PhaseEvent }) => event.phase === phase, target: next.failed, actions: "recordFailure" },
-  "phase.retry": { guard: ({ event }: { event: PhaseEvent }) => event.phase === phase, target: "retrying", actions: "recordRetry" },
-}) as const;
+const onPhaseResult = (phase: Phase, next: { completed: string; failed: string }) =>
+  ({
+    "phase.completed": {
+      guard: ({ event }: { event: PhaseEvent }) => event.phase === phase,
+      target: next.completed,
+      actions: "recordCompletion",
+    },
+    "phase.failed": {
+      guard: ({ event }: { event: PhaseEvent }) => event.phase === phase,
+      target: next.failed,
+      actions: "recordFailure",
+    },
+    "phase.retry": {
+      guard: ({ event }: { event: PhaseEvent }) => event.phase === phase,
+      target: "retrying",
+      actions: "recordRetry",
+    },
+  }) as const;
 
 export const taskMachine = effects.createMachine({
   id: "task",
@@ -300,6 +347,7 @@ export const taskMachine = effects.createMachine({
     status: input.task.status,
     ownsFinalizer: input.task.finalizers.includes(input.config.finalizer),
     deletingSince: input.task.deletingSince,
+    replayed: false,
   }),
   initial: "route",
   states: {
@@ -316,7 +364,13 @@ export const taskMachine = effects.createMachine({
 
     /** §1.2: the finalizer is persisted before any handler phase runs. */
     claiming: {
-      entry: ["claim", { type: "addFinalizer", params: ({ context }) => ({ finalizer: context.input.config.finalizer, machineVersion }) }],
+      entry: [
+        "claim",
+        {
+          type: "addFinalizer",
+          params: ({ context }) => ({ finalizer: context.input.config.finalizer, machineVersion }),
+        },
+      ],
       always: "flow",
     },
 
@@ -332,9 +386,17 @@ export const taskMachine = effects.createMachine({
           always: [
             { guard: "unsupported", target: "#task.rejected", actions: "rejectUnsupported" },
             { guard: { type: "blockedByPeer" }, target: "gateDuplicate" },
-            { guard: { type: "pastDeadline", params: { phase: "admit" } }, target: "#task.rejected", actions: deadlineEdit("admit") },
+            {
+              guard: { type: "pastDeadline", params: { phase: "admit" } },
+              target: "#task.rejected",
+              actions: deadlineEdit("admit"),
+            },
             { guard: "backoffRunning", target: "backingOff" },
-            { guard: { type: "resultKnown", params: { phase: "admit" } }, target: "calling", actions: "replayKnown" },
+            {
+              guard: { type: "resultKnown", params: { phase: "admit" } },
+              target: "calling",
+              actions: "replayKnown",
+            },
             { target: "calling", actions: { type: "runPhase", params: { phase: "admit" } } },
           ],
         },
@@ -351,7 +413,10 @@ export const taskMachine = effects.createMachine({
           entry: [
             "queueBehindPeer",
             "flushStatus",
-            { type: "requeueAfter", params: ({ context }) => requeue(context.input.config.requeueIntervalMs, "queued", context) },
+            {
+              type: "requeueAfter",
+              params: ({ context }) => requeue(context.input.config.requeueIntervalMs, "queued", context),
+            },
           ],
         },
         retrying: { entry: ["markPending", "flushStatus", backoffOrPoll] },
@@ -367,12 +432,25 @@ export const taskMachine = effects.createMachine({
         gate: {
           always: [
             { guard: "unsupported", target: "#task.failed", actions: "failUnsupported" },
-            { guard: { type: "pastDeadline", params: { phase: "execute" } }, target: "#task.failed", actions: deadlineEdit("execute") },
+            {
+              guard: { type: "pastDeadline", params: { phase: "execute" } },
+              target: "#task.failed",
+              actions: deadlineEdit("execute"),
+            },
             { guard: "backoffRunning", target: "backingOff" },
-            { guard: { type: "resultKnown", params: { phase: "execute" } }, target: "calling", actions: "replayKnown" },
+            {
+              guard: { type: "resultKnown", params: { phase: "execute" } },
+              target: "calling",
+              actions: "replayKnown",
+            },
             {
               target: "calling",
-              actions: ["announceExecution", "flushStatus", "reportStart", { type: "runPhase", params: { phase: "execute" } }],
+              actions: [
+                "announceExecution",
+                "flushStatus",
+                "reportStart",
+                { type: "runPhase", params: { phase: "execute" } },
+              ],
             },
           ],
         },
@@ -387,21 +465,42 @@ export const taskMachine = effects.createMachine({
     succeeded: {
       entry: [
         "flushStatus",
-        { type: "recordEvent", params: ({ context }) => ({ eventType: "Normal", reason: "Succeeded", note: context.status.lastOperation?.description ?? "" }) },
+        {
+          type: "recordEvent",
+          params: ({ context }) => ({
+            eventType: "Normal",
+            reason: "Succeeded",
+            note: context.status.lastOperation?.description ?? "",
+          }),
+        },
       ],
       always: "terminal",
     },
     failed: {
       entry: [
         "flushStatus",
-        { type: "recordEvent", params: ({ context }) => ({ eventType: "Warning", reason: "Failed", note: context.status.lastOperation?.description ?? "" }) },
+        {
+          type: "recordEvent",
+          params: ({ context }) => ({
+            eventType: "Warning",
+            reason: "Failed",
+            note: context.status.lastOperation?.description ?? "",
+          }),
+        },
       ],
       always: "terminal",
     },
     rejected: {
       entry: [
         "flushStatus",
-        { type: "recordEvent", params: ({ context }) => ({ eventType: "Warning", reason: "Rejected", note: context.status.lastOperation?.description ?? "" }) },
+        {
+          type: "recordEvent",
+          params: ({ context }) => ({
+            eventType: "Warning",
+            reason: "Rejected",
+            note: context.status.lastOperation?.description ?? "",
+          }),
+        },
       ],
       always: "terminal",
     },
@@ -421,7 +520,14 @@ export const taskMachine = effects.createMachine({
       entry: [
         "deleteTask",
         "requestDeletion",
-        { type: "recordEvent", params: ({ context }) => ({ eventType: "Normal", reason: "Expired", note: `TTL of ${context.input.task.ttlSeconds}s elapsed; deleting` }) },
+        {
+          type: "recordEvent",
+          params: ({ context }) => ({
+            eventType: "Normal",
+            reason: "Expired",
+            note: `TTL of ${context.input.task.ttlSeconds}s elapsed; deleting`,
+          }),
+        },
       ],
       always: [{ guard: { type: "ownsFinalizer" }, target: "deletion" }, { target: "released" }],
     },
@@ -431,22 +537,28 @@ export const taskMachine = effects.createMachine({
       initial: "gate",
       states: {
         gate: {
-          always: [
-            { guard: { type: "ownsFinalizer" }, target: "cleanup" },
-            { target: "#task.released" },
-          ],
+          always: [{ guard: { type: "ownsFinalizer" }, target: "cleanup" }, { target: "#task.released" }],
         },
         cleanup: {
           always: [
+            { guard: "cleanupRecorded", target: "release" },
             { guard: { type: "cleanupNeeded" }, target: "cleanupGate" },
             { target: "release", actions: "skipCleanup" },
           ],
         },
         cleanupGate: {
           always: [
-            { guard: { type: "pastDeadline", params: { phase: "cleanup" } }, target: "release", actions: deadlineEdit("cleanup") },
+            {
+              guard: { type: "pastDeadline", params: { phase: "cleanup" } },
+              target: "release",
+              actions: deadlineEdit("cleanup"),
+            },
             { guard: "backoffRunning", target: "backingOff" },
-            { guard: { type: "resultKnown", params: { phase: "cleanup" } }, target: "calling", actions: "replayKnown" },
+            {
+              guard: { type: "resultKnown", params: { phase: "cleanup" } },
+              target: "calling",
+              actions: "replayKnown",
+            },
             { target: "calling", actions: { type: "runPhase", params: { phase: "cleanup" } } },
           ],
         },
@@ -459,16 +571,26 @@ export const taskMachine = effects.createMachine({
         releaseAfterFailure: {
           entry: {
             type: "recordEvent",
-            params: ({ context }) => ({ eventType: "Warning", reason: "CleanupFailed", note: context.status.lastOperation?.description ?? "" }),
+            params: ({ context }) => ({
+              eventType: "Warning",
+              reason: "CleanupFailed",
+              note: context.status.lastOperation?.description ?? "",
+            }),
           },
           always: "release",
         },
         /** The cleanup record is written only if someone can still see it: another finalizer holds the object. */
         release: {
-          always: [{ guard: "othersHoldObject", target: "releasing", actions: "flushStatus" }, { target: "releasing" }],
+          always: [
+            { guard: "othersHoldObject", target: "releasing", actions: "flushStatus" },
+            { target: "releasing" },
+          ],
         },
         releasing: {
-          entry: { type: "removeFinalizer", params: ({ context }) => ({ finalizer: context.input.config.finalizer }) },
+          entry: {
+            type: "removeFinalizer",
+            params: ({ context }) => ({ finalizer: context.input.config.finalizer }),
+          },
           always: "#task.released",
         },
       },

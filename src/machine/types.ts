@@ -74,6 +74,8 @@ export interface PeerTask {
   /** Milliseconds since the epoch; whole seconds on the wire. */
   readonly createdAt: number;
   readonly state: TaskState | undefined;
+  /** Being deleted: a peer that never started will never run, so it blocks nobody. */
+  readonly deleting: boolean;
 }
 
 /** The task object, reduced to what the lifecycle needs. */

@@ -37,6 +37,7 @@ export const asPeer = (facts: TaskFacts): PeerTask => ({
   uid: facts.metadata.uid,
   createdAt: fromWireTime(facts.metadata.creationTimestamp) ?? 0,
   state: facts.status.state,
+  deleting: facts.metadata.deletionTimestamp !== undefined,
 });
 
 /** Peers of `task`: same namespace and admission group, other objects. */

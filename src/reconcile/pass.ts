@@ -35,7 +35,11 @@ const walk = (pass: Pass, steps: ReadonlyArray<Microstep>, firstEvent: string): 
   const pending = [...pass.pending];
   const transitions = [...pass.transitions];
   steps.forEach(([next, actions], index) => {
-    transitions.push({ from: statePath(snapshot), event: index === 0 ? firstEvent : "always", to: statePath(next) });
+    transitions.push({
+      from: statePath(snapshot),
+      event: index === 0 ? firstEvent : "always",
+      to: statePath(next),
+    });
     pending.push(...effectsOf(actions));
     snapshot = next;
   });

@@ -31,9 +31,13 @@ export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 export interface WatchEvent {
   readonly type: WatchEventType;
   readonly object: JsonObject;
+  /** When the change happened (server clock); not part of a real watch event, kept for checks. */
+  readonly at: number;
 }
 
-export type ApiResult<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly error: ApiError };
+export type ApiResult<A> =
+  | { readonly ok: true; readonly value: A }
+  | { readonly ok: false; readonly error: ApiError };
 
 const ok = <A>(value: A): ApiResult<A> => ({ ok: true, value });
 const fail = (code: ApiError["code"], reason: ApiErrorReason, message: string): ApiResult<never> => ({
@@ -62,7 +66,8 @@ const finalizersOf = (object: JsonObject): ReadonlyArray<string> => {
   return Array.isArray(list) ? list.filter((item): item is string => typeof item === "string") : [];
 };
 
-const sameJson = (a: JsonValue | undefined, b: JsonValue | undefined): boolean => JSON.stringify(a) === JSON.stringify(b);
+const sameJson = (a: JsonValue | undefined, b: JsonValue | undefined): boolean =>
+  JSON.stringify(a) === JSON.stringify(b);
 
 export const keyOf = (namespace: string, name: string): string => `${namespace}/${name}`;
 
@@ -136,12 +141,20 @@ export class MemoryApiServer {
     return this.#patch(namespace, name, patch, "status");
   }
 
-  delete(namespace: string, name: string, preconditions: { readonly uid?: string } = {}): ApiResult<JsonObject> {
+  delete(
+    namespace: string,
+    name: string,
+    preconditions: { readonly uid?: string } = {},
+  ): ApiResult<JsonObject> {
     const current = this.#objects.get(keyOf(namespace, name));
     if (current === undefined) return this.#notFound(name);
     const metadata = metadataOf(current);
     if (preconditions.uid !== undefined && metadata.uid !== preconditions.uid) {
-      return fail(409, "Conflict", `Precondition failed: UID in precondition: ${preconditions.uid}, UID in object meta: ${String(metadata.uid)}`);
+      return fail(
+        409,
+        "Conflict",
+        `Precondition failed: UID in precondition: ${preconditions.uid}, UID in object meta: ${String(metadata.uid)}`,
+      );
     }
     if (finalizersOf(current).length === 0) return ok(this.#remove(namespace, name, current));
     if (metadata.deletionTimestamp !== undefined) return ok(current);
@@ -157,7 +170,12 @@ export class MemoryApiServer {
     return ok(this.#commit(namespace, name, deleting, "MODIFIED"));
   }
 
-  #patch(namespace: string, name: string, patch: JsonObject, target: "object" | "status"): ApiResult<JsonObject> {
+  #patch(
+    namespace: string,
+    name: string,
+    patch: JsonObject,
+    target: "object" | "status",
+  ): ApiResult<JsonObject> {
     const current = this.#objects.get(keyOf(namespace, name));
     if (current === undefined) return this.#notFound(name);
     const metadata = metadataOf(current);
@@ -190,7 +208,11 @@ export class MemoryApiServer {
     };
     const added = finalizersOf({ metadata: nextMetadata }).filter((f) => !finalizersOf(current).includes(f));
     if (metadata.deletionTimestamp !== undefined && added.length > 0) {
-      return fail(422, "Invalid", `${this.#options.resource} "${name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`);
+      return fail(
+        422,
+        "Invalid",
+        `${this.#options.resource} "${name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`,
+      );
     }
     if (!sameJson(current.spec, next.spec)) nextMetadata.generation = Number(metadata.generation ?? 1) + 1;
     const updated: JsonObject = { ...next, metadata: nextMetadata };
@@ -208,7 +230,7 @@ export class MemoryApiServer {
       metadata: { ...metadataOf(object), resourceVersion: String(this.#resourceVersion) },
     };
     this.#objects.set(keyOf(namespace, name), stored);
-    this.#emit({ type, object: stored });
+    this.#emit({ type, object: stored, at: this.#options.now() });
     return stored;
   }
 
@@ -219,7 +241,7 @@ export class MemoryApiServer {
       ...object,
       metadata: { ...metadataOf(object), resourceVersion: String(this.#resourceVersion) },
     };
-    this.#emit({ type: "DELETED", object: last });
+    this.#emit({ type: "DELETED", object: last, at: this.#options.now() });
     return last;
   }
 

@@ -12,12 +12,20 @@
  * - a crash loses all of that memory; the restart lists every object, as an informer would.
  */
 import { isTerminal } from "../../api/status.ts";
-import { isTaskWrite, type PassEnd, type TaskEffect } from "../../effects/task-effect.ts";
 import { nextRetryState, noRetry, type RetryState } from "../../effects/retry-state.ts";
+import { isTaskWrite, type PassEnd, type TaskEffect } from "../../effects/task-effect.ts";
 import type { KnownResult, LifecycleConfig, Phase, PhaseOutcome } from "../../machine/types.ts";
 import { defectOutcome } from "../../reconcile/handler-defect.ts";
 import { observe, peersOf } from "../../reconcile/observe.ts";
-import { advance, deliver, nextEffect, type Pass, passEnd, startPass, type TransitionRecord } from "../../reconcile/pass.ts";
+import {
+  advance,
+  deliver,
+  nextEffect,
+  type Pass,
+  passEnd,
+  startPass,
+  type TransitionRecord,
+} from "../../reconcile/pass.ts";
 import { machineVersionAnnotation, type TaskFacts, type TaskKind } from "../../reconcile/task-kind.ts";
 import type { MemoryApiServer, WatchEvent } from "./api-server.ts";
 import type { FakeClock } from "./clock.ts";
@@ -42,8 +50,13 @@ export interface HandlerCall {
   outcome?: PhaseOutcome;
   /** The result reached the object (a status write or the finalizer removal after it succeeded). */
   persisted: boolean;
-  /** The call was dropped: cancelled by a deletion, or lost in a crash. */
-  dropped?: "cancelled" | "crash";
+  /**
+   * The call's result was dropped: cancelled by a deletion, lost in a crash, or superseded (its status
+   * write failed, and by the next pass the task had moved on, e.g. a peer now goes first).
+   */
+  dropped?: "cancelled" | "crash" | "superseded";
+  /** How many watch events the server had sent when the call started (orders calls against changes). */
+  readonly eventIndex: number;
 }
 
 export interface WriteRecord {
@@ -121,12 +134,17 @@ export class SimulatedController<Task> {
   readonly #ready: string[] = [];
   readonly #timers = new Map<string, number>();
   readonly #retry = new Map<string, RetryState>();
-  readonly #outbox = new Map<string, KnownResult>();
+  readonly #outbox = new Map<
+    string,
+    { readonly known: KnownResult; readonly call: HandlerCall | undefined }
+  >();
+  /** The resourceVersion each key's last normally ended pass left behind. */
+  readonly #settled = new Map<string, string>();
   readonly #parked = new Map<string, Parked>();
   readonly #groupLocks = new Map<string, string>();
   /** Keys that changed while busy or while their group was locked; run when they are free. */
   readonly #deferred = new Set<string>();
-  readonly #lastState = new Map<string, string | undefined>();
+  readonly #lastState = new Map<string, string>();
   #crashCountdown: number | undefined;
   #failNextStatusWrite = false;
   #concurrentEditBeforeNextMetadataWrite = false;
@@ -191,6 +209,7 @@ export class SimulatedController<Task> {
     this.#parked.clear();
     this.#groupLocks.clear();
     this.#deferred.clear();
+    this.#settled.clear();
     this.#crashCountdown = undefined;
     this.#relist();
   }
@@ -218,7 +237,7 @@ export class SimulatedController<Task> {
     const current = this.#options.server.get(namespace, name);
     if (!current.ok) {
       parked.call.dropped = "cancelled";
-      this.#unlock(parked.lockedGroup);
+      this.#unlock(parked.lockedGroup, key);
       return true;
     }
     parked.call.outcome = outcome;
@@ -260,9 +279,10 @@ export class SimulatedController<Task> {
     if (!decoded.ok) return;
     const facts = this.#options.kind.facts(decoded.task);
     const key = `${facts.metadata.namespace}/${facts.metadata.name}`;
-    const previous = this.#lastState.get(facts.metadata.uid);
-    const changedState = event.type === "DELETED" || previous !== facts.status.state;
-    this.#lastState.set(facts.metadata.uid, facts.status.state);
+    // What peers' admission reads of this task: its state and whether it is being deleted.
+    const seenByPeers = `${facts.status.state ?? "-"}|${facts.metadata.deletionTimestamp === undefined ? "" : "deleting"}`;
+    const changedState = event.type !== "MODIFIED" || this.#lastState.get(facts.metadata.uid) !== seenByPeers;
+    this.#lastState.set(facts.metadata.uid, seenByPeers);
     if (event.type === "DELETED") {
       this.#cancel(key, facts.metadata.uid);
     } else if (facts.metadata.deletionTimestamp !== undefined) {
@@ -270,7 +290,7 @@ export class SimulatedController<Task> {
       if (parked !== undefined && parked.phase !== "cleanup") this.#cancel(key, facts.metadata.uid);
     }
     if (event.type !== "DELETED") this.#enqueue(key);
-    // A task that ended or went away may unblock the tasks queued behind it.
+    // A task that appeared, ended or went away changes what its peers' admission sees.
     if (changedState && facts.group !== undefined) {
       for (const peer of this.#facts()) {
         if (peer.metadata.namespace === facts.metadata.namespace && peer.group === facts.group) {
@@ -285,7 +305,7 @@ export class SimulatedController<Task> {
     if (parked === undefined || parked.uid !== uid) return;
     parked.call.dropped = "cancelled";
     this.#parked.delete(key);
-    this.#unlock(parked.lockedGroup);
+    this.#unlock(parked.lockedGroup, key);
     this.#release(key);
   }
 
@@ -293,9 +313,10 @@ export class SimulatedController<Task> {
     if (this.#deferred.delete(key)) this.#enqueue(key);
   }
 
-  #unlock(group: string | undefined): void {
+  /** Frees `group` if `key` holds it, and lets deferred keys try again. */
+  #unlock(group: string | undefined, key: string): void {
     if (group === undefined) return;
-    this.#groupLocks.delete(group);
+    if (this.#groupLocks.get(group) === key) this.#groupLocks.delete(group);
     for (const key of [...this.#deferred]) {
       if (!this.#parked.has(key)) {
         this.#deferred.delete(key);
@@ -326,18 +347,39 @@ export class SimulatedController<Task> {
     const facts = this.#options.kind.facts(decoded.task);
     const uid = facts.metadata.uid;
     const groupKey = facts.group === undefined ? undefined : `${namespace}/${facts.group}`;
-    if (groupKey !== undefined) {
+    const state = facts.status.state;
+    const admissionBound =
+      !isTerminal(state) && state !== "InProgress" && facts.metadata.deletionTimestamp === undefined;
+    if (groupKey !== undefined && admissionBound) {
       const holder = this.#groupLocks.get(groupKey);
       if (holder !== undefined && holder !== key) {
         this.#deferred.add(key);
         return;
       }
     }
-    const retry = this.#retry.get(uid) ?? noRetry;
-    const known = this.#outbox.get(uid);
+    const kept = this.#outbox.get(uid);
     this.#outbox.delete(uid);
+    this.#settled.delete(key);
+    const pass = startPass(this.#input(facts, kept?.known));
+    const replayed = kept !== undefined && pass.snapshot.context.replayed;
+    if (kept?.call !== undefined && !replayed) kept.call.dropped = "superseded";
+    const running: Running = {
+      key,
+      uid,
+      name,
+      started: this.#options.clock.now(),
+      effects: [],
+      object: stored.value,
+      ...(kept === undefined || !replayed ? {} : { unpersisted: kept }),
+      ...(groupKey === undefined || !admissionBound ? {} : { lockedGroup: groupKey }),
+    };
+    this.#continue(running, pass);
+  }
+
+  #input(facts: TaskFacts, known: KnownResult | undefined) {
+    const retry = this.#retry.get(facts.metadata.uid) ?? noRetry;
     this.#runSerial += 1;
-    const pass = startPass({
+    return {
       task: observe(facts, this.#options.supported),
       peers: peersOf(facts, this.#facts()),
       now: this.#options.clock.now(),
@@ -346,18 +388,35 @@ export class SimulatedController<Task> {
       ...(retry.retryAt === undefined ? {} : { retryAt: retry.retryAt }),
       ...(known === undefined ? {} : { known }),
       config: this.#options.config,
-    });
-    const running: Running = {
-      key,
-      uid,
-      name,
-      started: this.#options.clock.now(),
-      effects: [],
-      object: stored.value,
-      ...(known === undefined ? {} : { unpersisted: { call: undefined, known } }),
-      ...(groupKey === undefined ? {} : { lockedGroup: groupKey }),
     };
-    this.#continue(running, pass);
+  }
+
+  /**
+   * The effects a pass would start with if it ran now, for every task that is idle and unchanged
+   * since its last pass ended normally: the "no-op reconcile" check (nothing performed).
+   */
+  settledPasses(): Array<{ name: string; effects: TaskEffect[] }> {
+    const result: Array<{ name: string; effects: TaskEffect[] }> = [];
+    for (const [key, resourceVersion] of this.#settled) {
+      if (this.#parked.has(key) || this.#deferred.has(key) || this.#ready.includes(key)) continue;
+      const [namespace, name] = splitKey(key);
+      const stored = this.#options.server.get(namespace, name);
+      if (!stored.ok || (stored.value.metadata as JsonObject).resourceVersion !== resourceVersion) continue;
+      const decoded = this.#options.kind.decode(stored.value);
+      if (!decoded.ok) continue;
+      const facts = this.#options.kind.facts(decoded.task);
+      if (this.#outbox.has(facts.metadata.uid)) continue;
+      let pass = startPass(this.#input(facts, undefined));
+      // Follow the pass through effects that need no answer; a RunPhase would be reported as such.
+      const effects: TaskEffect[] = [];
+      for (let next = nextEffect(pass); next !== undefined; next = nextEffect(pass)) {
+        effects.push(next);
+        if (next._tag === "RunPhase" || passEnd(pass) !== undefined) break;
+        pass = advance(pass);
+      }
+      result.push({ name, effects });
+    }
+    return result;
   }
 
   /** Performs the pass's effects until it ends, parks on a hanging handler, aborts or crashes. */
@@ -378,7 +437,14 @@ export class SimulatedController<Task> {
       }
       if (this.#crashCountdown !== undefined) {
         if (this.#crashCountdown === 0) {
-          this.passes.push({ uid: running.uid, name, at: running.started, transitions: pass.transitions, aborted: "crash", effects: running.effects });
+          this.passes.push({
+            uid: running.uid,
+            name,
+            at: running.started,
+            transitions: pass.transitions,
+            aborted: "crash",
+            effects: running.effects,
+          });
           this.crash();
           return;
         }
@@ -393,31 +459,55 @@ export class SimulatedController<Task> {
         continue;
       }
       if (effect._tag === "RecordEvent") {
-        this.events.push({ uid: running.uid, name, eventType: effect.eventType, reason: effect.reason, note: effect.note, at: clock.now() });
+        this.events.push({
+          uid: running.uid,
+          name,
+          eventType: effect.eventType,
+          reason: effect.reason,
+          note: effect.note,
+          at: clock.now(),
+        });
         pass = advance(pass);
         continue;
       }
       const written = this.#write(running, namespace, name, effect);
       if (written === "gone") {
-        this.passes.push({ uid: running.uid, name, at: running.started, transitions: pass.transitions, aborted: "gone", effects: running.effects });
-        this.#unlock(running.lockedGroup);
+        this.passes.push({
+          uid: running.uid,
+          name,
+          at: running.started,
+          transitions: pass.transitions,
+          aborted: "gone",
+          effects: running.effects,
+        });
+        this.#unlock(running.lockedGroup, running.key);
         this.#retry.delete(running.uid);
         return;
       }
       if (written !== "ok") {
         // A failed write ends the pass; the result it carried waits in the outbox (never re-asked).
-        if (running.unpersisted !== undefined) this.#outbox.set(running.uid, running.unpersisted.known);
+        if (running.unpersisted !== undefined) this.#outbox.set(running.uid, running.unpersisted);
         this.#abort(running, pass, written);
         return;
       }
-      if (running.unpersisted !== undefined && (effect._tag === "PatchStatus" || effect._tag === "RemoveFinalizer")) {
+      if (
+        running.unpersisted !== undefined &&
+        (effect._tag === "PatchStatus" || effect._tag === "RemoveFinalizer")
+      ) {
         if (running.unpersisted.call !== undefined) running.unpersisted.call.persisted = true;
         running.unpersisted = undefined;
       }
       if (effect._tag === "DeleteTask" && server.get(namespace, name).ok === false) {
         // Without a finalizer the DELETE removed the object at once; there is nothing left to do.
-        this.passes.push({ uid: running.uid, name, at: running.started, transitions: pass.transitions, aborted: "gone", effects: running.effects });
-        this.#unlock(running.lockedGroup);
+        this.passes.push({
+          uid: running.uid,
+          name,
+          at: running.started,
+          transitions: pass.transitions,
+          aborted: "gone",
+          effects: running.effects,
+        });
+        this.#unlock(running.lockedGroup, running.key);
         return;
       }
       pass = advance(pass);
@@ -438,12 +528,16 @@ export class SimulatedController<Task> {
       phase,
       at: this.#options.clock.now(),
       epoch: this.epoch,
-      finalizerPresent: Array.isArray(storedFinalizers) && storedFinalizers.includes(this.#options.config.finalizer),
+      eventIndex: this.#options.server.events.length,
+      finalizerPresent:
+        Array.isArray(storedFinalizers) && storedFinalizers.includes(this.#options.config.finalizer),
       persisted: false,
     };
     this.calls.push(call);
     const behaviour: Behaviour =
-      facts === undefined ? { kind: "throw", message: "undecodable task" } : this.#options.behaviour(facts, phase);
+      facts === undefined
+        ? { kind: "throw", message: "undecodable task" }
+        : this.#options.behaviour(facts, phase);
     switch (behaviour.kind) {
       case "return":
         call.outcome = behaviour.outcome;
@@ -475,8 +569,13 @@ export class SimulatedController<Task> {
   #write(running: Running, namespace: string, name: string, effect: TaskEffect): "ok" | "gone" | string {
     const { server, clock } = this.#options;
     const meta = (running.object.metadata ?? {}) as JsonObject;
-    const finalizers = Array.isArray(meta.finalizers) ? meta.finalizers.filter((f): f is string => typeof f === "string") : [];
-    if ((effect._tag === "AddFinalizer" || effect._tag === "RemoveFinalizer") && this.#concurrentEditBeforeNextMetadataWrite) {
+    const finalizers = Array.isArray(meta.finalizers)
+      ? meta.finalizers.filter((f): f is string => typeof f === "string")
+      : [];
+    if (
+      (effect._tag === "AddFinalizer" || effect._tag === "RemoveFinalizer") &&
+      this.#concurrentEditBeforeNextMetadataWrite
+    ) {
       this.#concurrentEditBeforeNextMetadataWrite = false;
       server.patch(namespace, name, { metadata: { labels: { "edited-by": `someone-${clock.now()}` } } });
     }
@@ -486,7 +585,9 @@ export class SimulatedController<Task> {
         result = server.patch(namespace, name, {
           metadata: {
             resourceVersion: meta.resourceVersion ?? null,
-            finalizers: finalizers.includes(effect.finalizer) ? finalizers : [...finalizers, effect.finalizer],
+            finalizers: finalizers.includes(effect.finalizer)
+              ? finalizers
+              : [...finalizers, effect.finalizer],
             annotations: { [machineVersionAnnotation]: String(effect.machineVersion) },
           },
         });
@@ -519,7 +620,8 @@ export class SimulatedController<Task> {
     }
     if ((result.value.metadata as JsonObject).uid !== running.uid) return "gone";
     running.object = result.value;
-    if (isTaskWrite(effect)) this.writes.push({ uid: running.uid, name, effect: effect._tag, at: clock.now() });
+    if (isTaskWrite(effect))
+      this.writes.push({ uid: running.uid, name, effect: effect._tag, at: clock.now() });
     return "ok";
   }
 
@@ -527,8 +629,17 @@ export class SimulatedController<Task> {
     const { clock } = this.#options;
     const [, name] = splitKey(running.key);
     running.effects.push(end._tag);
-    this.passes.push({ uid: running.uid, name, at: running.started, transitions: pass.transitions, end, effects: running.effects });
-    this.#unlock(running.lockedGroup);
+    this.passes.push({
+      uid: running.uid,
+      name,
+      at: running.started,
+      transitions: pass.transitions,
+      end,
+      effects: running.effects,
+    });
+    this.#unlock(running.lockedGroup, running.key);
+    const resourceVersion = (running.object.metadata as JsonObject).resourceVersion;
+    if (typeof resourceVersion === "string") this.#settled.set(running.key, resourceVersion);
     const next = nextRetryState(this.#retry.get(running.uid) ?? noRetry, end, clock.now());
     this.#retry.set(running.uid, next);
     if (end._tag === "RequeueAfter") this.#timers.set(running.key, clock.now() + end.delayMs);
@@ -538,8 +649,15 @@ export class SimulatedController<Task> {
   #abort(running: Running, pass: Pass, reason: string): void {
     const { clock, config } = this.#options;
     const [, name] = splitKey(running.key);
-    this.passes.push({ uid: running.uid, name, at: running.started, transitions: pass.transitions, aborted: reason, effects: running.effects });
-    this.#unlock(running.lockedGroup);
+    this.passes.push({
+      uid: running.uid,
+      name,
+      at: running.started,
+      transitions: pass.transitions,
+      aborted: reason,
+      effects: running.effects,
+    });
+    this.#unlock(running.lockedGroup, running.key);
     // An aborted pass backs off like any error; the next pass starts from the stored object.
     const previous = this.#retry.get(running.uid) ?? noRetry;
     this.#retry.set(running.uid, { retries: previous.retries + 1 });

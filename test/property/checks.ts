@@ -1,0 +1,252 @@
+/**
+ * The lifecycle invariants, each a named function that throws (with the evidence) when the world
+ * breaks it. They read only what an outside observer could: the watch history of the API server, the
+ * handler calls, and what the controller would do next.
+ */
+import { isTerminal, type LastError, type TaskState, type TaskStatus } from "../../src/api/status.ts";
+import { isTaskWrite } from "../../src/effects/task-effect.ts";
+import type { JsonObject } from "../../src/interpreters/memory/merge-patch.ts";
+import { maxLastErrors } from "../../src/machine/status-edits.ts";
+import { fromWireTime } from "../../src/machine/time.ts";
+import { finalizersOf, foreignFinalizer, metadataOf, type World } from "./world.ts";
+
+const fail = (property: string, detail: string): never => {
+  throw new Error(`property "${property}" violated: ${detail}`);
+};
+
+const statusOf = (object: JsonObject): TaskStatus => (object.status ?? {}) as TaskStatus;
+const specOf = (object: JsonObject): JsonObject => (object.spec ?? {}) as JsonObject;
+
+const allowedMoves: Record<string, ReadonlyArray<TaskState>> = {
+  none: ["Pending", "InProgress", "Rejected"],
+  Pending: ["InProgress", "Rejected"],
+  InProgress: ["Succeeded", "Failed"],
+  Succeeded: [],
+  Failed: [],
+  Rejected: [],
+};
+
+interface Seen {
+  readonly name: string;
+  readonly createdAt: number;
+  readonly group: string | undefined;
+  status: TaskStatus;
+  deleting: boolean;
+  /** Index of its ADDED event in the watch history. */
+  readonly addedAt: number;
+  /** When the task became terminal, and its TTL. */
+  terminalAt?: number;
+  ttlSeconds: number;
+  deletionRequestedAt?: number;
+  gone: boolean;
+}
+
+/** Replays the watch history once, checking the per-event properties as it goes. */
+export class HistoryChecker {
+  readonly #seen = new Map<string, Seen>();
+  #index = 0;
+
+  readonly world: World;
+
+  constructor(world: World) {
+    this.world = world;
+  }
+
+  check(): void {
+    const events = this.world.server.events;
+    for (; this.#index < events.length; this.#index += 1) {
+      const event = events[this.#index];
+      if (event === undefined) continue;
+      const meta = metadataOf(event.object);
+      const uid = String(meta.uid);
+      const status = statusOf(event.object);
+      const previous = this.#seen.get(uid);
+      const spec = specOf(event.object);
+      const seen: Seen = previous ?? {
+        name: String(meta.name),
+        createdAt: fromWireTime(String(meta.creationTimestamp)) ?? 0,
+        group: typeof spec.etcdName === "string" ? spec.etcdName : undefined,
+        addedAt: this.#index,
+        status: {},
+        deleting: false,
+        ttlSeconds: Number(spec.ttlSecondsAfterFinished ?? 3600),
+        gone: false,
+      };
+      const at = event.at;
+      this.#statesMoveForward(seen, status);
+      this.#statusFieldsBehave(seen, status);
+      if (status.state === "InProgress" && seen.status.state !== "InProgress")
+        this.#admissionOrder(uid, seen, this.#index);
+      if (isTerminal(status.state) && !isTerminal(seen.status.state)) seen.terminalAt = at;
+      if (meta.deletionTimestamp !== undefined && !seen.deleting) {
+        seen.deleting = true;
+        seen.deletionRequestedAt = at;
+      }
+      if (event.type === "DELETED") {
+        seen.gone = true;
+        seen.deletionRequestedAt ??= at;
+      }
+      seen.status = status;
+      this.#seen.set(uid, seen);
+    }
+  }
+
+  /** (a) states move only Pending→InProgress→Succeeded|Failed and Pending→Rejected; terminal states absorb. */
+  #statesMoveForward(seen: Seen, status: TaskStatus): void {
+    const from = seen.status.state ?? "none";
+    const to = status.state;
+    if (to === seen.status.state) return;
+    if (to === undefined) fail("states move forward", `${seen.name}: state ${from} was removed`);
+    else if (!allowedMoves[from]?.includes(to)) fail("states move forward", `${seen.name}: ${from} → ${to}`);
+  }
+
+  /** (f) lastErrors ≤ 10 with the newest kept; startedAt set once; lastTransitionTime changes only with state. */
+  #statusFieldsBehave(seen: Seen, status: TaskStatus): void {
+    const before = seen.status;
+    const errors = status.lastErrors ?? [];
+    if (errors.length > maxLastErrors) fail("lastErrors bounded", `${seen.name}: ${errors.length} entries`);
+    if (!keepsNewest(before.lastErrors ?? [], errors)) {
+      fail(
+        "lastErrors bounded",
+        `${seen.name}: ${JSON.stringify(before.lastErrors)} → ${JSON.stringify(errors)}`,
+      );
+    }
+    if (before.startedAt !== undefined && status.startedAt !== before.startedAt) {
+      fail("startedAt set once", `${seen.name}: ${before.startedAt} → ${String(status.startedAt)}`);
+    }
+    if (status.state === before.state && status.lastTransitionTime !== before.lastTransitionTime) {
+      fail(
+        "lastTransitionTime changes only with state",
+        `${seen.name}: ${String(before.lastTransitionTime)} → ${String(status.lastTransitionTime)} in ${String(status.state)}`,
+      );
+    }
+    if (status.state !== before.state && status.lastTransitionTime === undefined) {
+      fail(
+        "lastTransitionTime changes only with state",
+        `${seen.name}: entered ${String(status.state)} without a transition time`,
+      );
+    }
+  }
+
+  /**
+   * (e) a task becomes InProgress only when no other task of its group runs, and no older one was
+   * waiting when its admission began (a task created during a long Admit call is judged after it).
+   */
+  #admissionOrder(uid: string, task: Seen, index: number): void {
+    if (task.group === undefined) return;
+    const admits = this.world.controller.calls.filter((call) => call.uid === uid && call.phase === "admit");
+    const admissionBegan = admits.at(-1)?.eventIndex ?? index;
+    for (const [otherUid, other] of this.#seen) {
+      if (otherUid === uid || other.gone || other.group !== task.group) continue;
+      if (other.addedAt >= admissionBegan && other.status.state !== "InProgress") continue;
+      if (other.status.state === "InProgress") {
+        fail("admission order", `${task.name} started while ${other.name} of ${task.group} was InProgress`);
+      }
+      const older =
+        other.createdAt < task.createdAt || (other.createdAt === task.createdAt && other.name < task.name);
+      const blocks =
+        !isTerminal(other.status.state) && (!other.deleting || other.status.state === "InProgress");
+      if (older && blocks) {
+        fail(
+          "admission order",
+          `${task.name} started before the older ${other.name} (${String(other.status.state ?? "new")}) of ${task.group}`,
+        );
+      }
+    }
+  }
+
+  /** (d) every terminal task is deleted (DELETE issued) within its TTL plus `slackMs`. */
+  checkTtl(slackMs: number): void {
+    const now = this.world.clock.now();
+    for (const seen of this.#seen.values()) {
+      if (seen.terminalAt === undefined) continue;
+      const due = seen.terminalAt + seen.ttlSeconds * 1000 + slackMs;
+      const requested = seen.deletionRequestedAt;
+      if (requested !== undefined ? requested > due : now > due) {
+        fail(
+          "deleted after TTL",
+          `${seen.name}: terminal at ${seen.terminalAt}, TTL ${seen.ttlSeconds}s, deletion ${requested ?? "never"} (now ${now})`,
+        );
+      }
+    }
+  }
+}
+
+/** `after` is `before` with zero or more entries appended, cut to the newest `maxLastErrors`. */
+const keepsNewest = (before: ReadonlyArray<LastError>, after: ReadonlyArray<LastError>): boolean => {
+  const key = (e: LastError) => JSON.stringify([e.code, e.description, e.observedAt]);
+  const b = before.map(key);
+  const a = after.map(key);
+  for (let added = 0; added <= a.length; added += 1) {
+    const expected = [...b, ...a.slice(a.length - added)].slice(-maxLastErrors);
+    if (expected.length === a.length && expected.every((k, i) => k === a[i])) return true;
+  }
+  return false;
+};
+
+/** (b) no handler phase runs before the finalizer is persisted. */
+export const checkFinalizerFirst = (world: World): void => {
+  for (const call of world.controller.calls) {
+    if (!call.finalizerPresent)
+      fail("finalizer before handlers", `${call.name}: ${call.phase} called without our finalizer`);
+  }
+};
+
+/**
+ * (c) a handler result that was persisted is never asked for again; a completed or failed call is
+ * repeated only when the controller crashed before its result was persisted (at-least-once).
+ */
+export const checkNoRepeatedCalls = (world: World): void => {
+  const calls = world.controller.calls;
+  calls.forEach((call, index) => {
+    const final = call.outcome !== undefined && call.outcome.kind !== "retry";
+    if (!final || call.dropped !== undefined) return;
+    const again = calls
+      .slice(index + 1)
+      .find((later) => later.uid === call.uid && later.phase === call.phase);
+    if (again === undefined) return;
+    if (call.persisted)
+      fail(
+        "no repeated handler calls",
+        `${call.name}: ${call.phase} result persisted at ${call.at}, called again at ${again.at}`,
+      );
+    if (again.epoch === call.epoch) {
+      fail(
+        "no repeated handler calls",
+        `${call.name}: ${call.phase} called again at ${again.at} without a crash (first at ${call.at})`,
+      );
+    }
+  });
+};
+
+/** (g) reconciling an unchanged object at the same instant performs nothing. */
+export const checkSettledPassesAreNoOps = (world: World): void => {
+  for (const { name, effects } of world.controller.settledPasses()) {
+    const acting = effects.filter((e) => isTaskWrite(e) || e._tag === "RunPhase" || e._tag === "RecordEvent");
+    if (acting.length > 0)
+      fail("no-op reconcile", `${name}: a repeated pass would do ${acting.map((e) => e._tag).join(", ")}`);
+  }
+};
+
+/** (d) after draining, no object holds our finalizer, and the user's foreign finalizers are untouched. */
+export const checkReleased = (world: World): void => {
+  for (const object of world.server.list()) {
+    const meta = metadataOf(object);
+    const finalizers = finalizersOf(object);
+    if (finalizers.includes(world.config.finalizer)) {
+      fail(
+        "finalizer released",
+        `${String(meta.name)} still holds ${world.config.finalizer} (status ${JSON.stringify(object.status)})`,
+      );
+    }
+    const expectForeign = world.foreign.has(String(meta.name));
+    if (expectForeign !== finalizers.includes(foreignFinalizer)) {
+      fail(
+        "foreign finalizers untouched",
+        `${String(meta.name)}: expected foreign finalizer ${expectForeign}, found ${JSON.stringify(finalizers)}`,
+      );
+    }
+    if (!expectForeign)
+      fail("finalizer released", `${String(meta.name)} survived the drain without a foreign finalizer`);
+  }
+};

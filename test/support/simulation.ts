@@ -1,0 +1,57 @@
+/** A simulated controller over the in-memory API server, wired for EtcdOpsTask, for tests. */
+import { etcdOpsTaskKind } from "../../src/api/etcdopstask-kind.ts";
+import { MemoryApiServer } from "../../src/interpreters/memory/api-server.ts";
+import { FakeClock } from "../../src/interpreters/memory/clock.ts";
+import { type Behaviour, SimulatedController } from "../../src/interpreters/memory/controller.ts";
+import type { JsonObject } from "../../src/interpreters/memory/merge-patch.ts";
+import type { LifecycleConfig, Phase, PhaseOutcome } from "../../src/machine/types.ts";
+import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
+import type { TaskFacts } from "../../src/reconcile/task-kind.ts";
+
+export const epoch = Date.UTC(2026, 10, 22, 12, 0, 0);
+export const namespace = "default";
+
+export const completed = (description = "done"): Behaviour => ({
+  kind: "return",
+  outcome: { kind: "completed", description },
+});
+
+export interface TaskSpec {
+  readonly etcd?: string;
+  readonly ttl?: number;
+  readonly member?: string;
+}
+
+export const taskObject = (name: string, spec: TaskSpec = {}): JsonObject => ({
+  apiVersion: "druid.gardener.cloud/v1alpha1",
+  kind: "EtcdOpsTask",
+  metadata: { name, namespace },
+  spec: {
+    ...(spec.etcd === undefined ? {} : { etcdName: spec.etcd }),
+    ttlSecondsAfterFinished: spec.ttl ?? 10,
+    config: { [spec.member ?? "onDemandSnapshot"]: spec.member === undefined ? { type: "full" } : {} },
+  },
+});
+
+export type Script = (task: TaskFacts, phase: Phase) => Behaviour;
+
+export const simulation = (script: Script, overrides: Partial<LifecycleConfig> = {}) => {
+  const clock = new FakeClock(epoch);
+  const server = new MemoryApiServer({
+    resource: "etcdopstasks.druid.gardener.cloud",
+    now: () => clock.now(),
+  });
+  const config = lifecycleConfig(etcdOpsTaskKind, overrides);
+  const controller = new SimulatedController({
+    kind: etcdOpsTaskKind,
+    config,
+    supported: ["onDemandSnapshot", "onDemandMaintenance", "onDemandSnapshotCompaction"],
+    server,
+    clock,
+    behaviour: script,
+  });
+  return { clock, server, controller, config };
+};
+
+export const outcomeOf = (behaviour: Behaviour): PhaseOutcome | undefined =>
+  behaviour.kind === "return" ? behaviour.outcome : undefined;
