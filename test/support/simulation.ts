@@ -33,6 +33,7 @@ export const taskObject = (name: string, spec: TaskSpec = {}): JsonObject => ({
   },
 });
 
+/** How scripted handlers behave on each call. */
 export type Script = (task: TaskFacts, phase: Phase) => Behaviour;
 
 export const simulation = (script: Script, overrides: Partial<LifecycleConfig> = {}) => {

@@ -26,10 +26,11 @@ import {
   startPass,
   type TransitionRecord,
 } from "../../reconcile/pass.ts";
-import { machineVersionAnnotation, type TaskFacts, type TaskKind } from "../../reconcile/task-kind.ts";
+import type { TaskFacts, TaskKind } from "../../reconcile/task-kind.ts";
 import type { MemoryApiServer, WatchEvent } from "./api-server.ts";
 import type { FakeClock } from "./clock.ts";
 import type { JsonObject } from "./merge-patch.ts";
+import { performWrite } from "./perform-write.ts";
 
 /** What a scripted handler does when called. */
 export type Behaviour =
@@ -173,6 +174,8 @@ export class SimulatedController<Task> {
 
   /** Moves the clock forward by `ms`, firing timers in order and running what they make ready. */
   advanceAndRun(ms: number): void {
+    // Work that is ready now runs now, before time moves.
+    this.runUntilIdle();
     const target = this.#options.clock.now() + ms;
     for (;;) {
       const due = [...this.#timers.entries()].filter(([, at]) => at <= target).sort((a, b) => a[1] - b[1])[0];
@@ -422,7 +425,7 @@ export class SimulatedController<Task> {
   /** Performs the pass's effects until it ends, parks on a hanging handler, aborts or crashes. */
   #continue(running: Running, start: Pass): void {
     let pass = start;
-    const { server, clock } = this.#options;
+    const { clock } = this.#options;
     const [namespace, name] = splitKey(running.key);
     for (;;) {
       const end = passEnd(pass);
@@ -497,19 +500,6 @@ export class SimulatedController<Task> {
         if (running.unpersisted.call !== undefined) running.unpersisted.call.persisted = true;
         running.unpersisted = undefined;
       }
-      if (effect._tag === "DeleteTask" && server.get(namespace, name).ok === false) {
-        // Without a finalizer the DELETE removed the object at once; there is nothing left to do.
-        this.passes.push({
-          uid: running.uid,
-          name,
-          at: running.started,
-          transitions: pass.transitions,
-          aborted: "gone",
-          effects: running.effects,
-        });
-        this.#unlock(running.lockedGroup, running.key);
-        return;
-      }
       pass = advance(pass);
     }
   }
@@ -568,10 +558,6 @@ export class SimulatedController<Task> {
   /** Performs one write; "ok", "gone" (404, or the UID no longer matches), or the reason it failed. */
   #write(running: Running, namespace: string, name: string, effect: TaskEffect): "ok" | "gone" | string {
     const { server, clock } = this.#options;
-    const meta = (running.object.metadata ?? {}) as JsonObject;
-    const finalizers = Array.isArray(meta.finalizers)
-      ? meta.finalizers.filter((f): f is string => typeof f === "string")
-      : [];
     if (
       (effect._tag === "AddFinalizer" || effect._tag === "RemoveFinalizer") &&
       this.#concurrentEditBeforeNextMetadataWrite
@@ -579,47 +565,13 @@ export class SimulatedController<Task> {
       this.#concurrentEditBeforeNextMetadataWrite = false;
       server.patch(namespace, name, { metadata: { labels: { "edited-by": `someone-${clock.now()}` } } });
     }
-    let result: ReturnType<MemoryApiServer["patch"]>;
-    switch (effect._tag) {
-      case "AddFinalizer":
-        result = server.patch(namespace, name, {
-          metadata: {
-            resourceVersion: meta.resourceVersion ?? null,
-            finalizers: finalizers.includes(effect.finalizer)
-              ? finalizers
-              : [...finalizers, effect.finalizer],
-            annotations: { [machineVersionAnnotation]: String(effect.machineVersion) },
-          },
-        });
-        break;
-      case "PatchStatus":
-        if (this.#failNextStatusWrite) {
-          this.#failNextStatusWrite = false;
-          return "status write failed: 500 Internal Server Error";
-        }
-        result = server.patchStatus(namespace, name, { status: effect.patch as JsonObject });
-        break;
-      case "DeleteTask":
-        result = server.delete(namespace, name, { uid: running.uid });
-        break;
-      case "RemoveFinalizer":
-        result = server.patch(namespace, name, {
-          metadata: {
-            resourceVersion: meta.resourceVersion ?? null,
-            finalizers: finalizers.filter((f) => f !== effect.finalizer),
-          },
-        });
-        break;
-      default:
-        return `not a write: ${effect._tag}`;
+    if (effect._tag === "PatchStatus" && this.#failNextStatusWrite) {
+      this.#failNextStatusWrite = false;
+      return "status write failed: 500 Internal Server Error";
     }
-    if (!result.ok) {
-      if (result.error.code === 404) return "gone";
-      if (effect._tag === "DeleteTask" && result.error.code === 409) return "gone";
-      return `${result.error.code} ${result.error.reason}: ${result.error.message}`;
-    }
-    if ((result.value.metadata as JsonObject).uid !== running.uid) return "gone";
-    running.object = result.value;
+    const result = performWrite(server, running.object, effect);
+    if (result.kind !== "ok") return result.kind === "gone" ? "gone" : result.reason;
+    if (result.object !== undefined) running.object = result.object;
     if (isTaskWrite(effect))
       this.writes.push({ uid: running.uid, name, effect: effect._tag, at: clock.now() });
     return "ok";

@@ -1,0 +1,69 @@
+/**
+ * The memory interpreter of the write effects: each `TaskEffect` that changes the task becomes the
+ * same request the Kubernetes interpreter sends, against `MemoryApiServer`.
+ */
+import type { TaskEffect } from "../../effects/task-effect.ts";
+import { machineVersionAnnotation } from "../../reconcile/task-kind.ts";
+import type { MemoryApiServer } from "./api-server.ts";
+import type { JsonObject } from "./merge-patch.ts";
+
+export type WriteResult =
+  | { readonly kind: "ok"; readonly object: JsonObject | undefined }
+  | { readonly kind: "gone" }
+  | { readonly kind: "failed"; readonly reason: string };
+
+const metadataOf = (object: JsonObject): JsonObject => (object.metadata ?? {}) as JsonObject;
+
+/**
+ * @param current the object as this pass last saw it: its resourceVersion is the precondition of
+ *   finalizer patches, its UID the precondition of DELETE.
+ */
+export const performWrite = (
+  server: MemoryApiServer,
+  current: JsonObject,
+  effect: TaskEffect,
+): WriteResult => {
+  const meta = metadataOf(current);
+  const namespace = String(meta.namespace);
+  const name = String(meta.name);
+  const finalizers = Array.isArray(meta.finalizers)
+    ? meta.finalizers.filter((f): f is string => typeof f === "string")
+    : [];
+  let result: ReturnType<MemoryApiServer["patch"]>;
+  switch (effect._tag) {
+    case "AddFinalizer":
+      result = server.patch(namespace, name, {
+        metadata: {
+          resourceVersion: meta.resourceVersion ?? null,
+          finalizers: finalizers.includes(effect.finalizer) ? finalizers : [...finalizers, effect.finalizer],
+          annotations: { [machineVersionAnnotation]: String(effect.machineVersion) },
+        },
+      });
+      break;
+    case "PatchStatus":
+      result = server.patchStatus(namespace, name, { status: effect.patch as JsonObject });
+      break;
+    case "DeleteTask":
+      result = server.delete(namespace, name, { uid: String(meta.uid) });
+      if (result.ok && !server.get(namespace, name).ok) return { kind: "gone" };
+      break;
+    case "RemoveFinalizer":
+      result = server.patch(namespace, name, {
+        metadata: {
+          resourceVersion: meta.resourceVersion ?? null,
+          finalizers: finalizers.filter((f) => f !== effect.finalizer),
+        },
+      });
+      break;
+    default:
+      return { kind: "failed", reason: `not a write: ${effect._tag}` };
+  }
+  if (!result.ok) {
+    if (result.error.code === 404) return { kind: "gone" };
+    // A UID precondition that fails means the name now belongs to another object: ours is gone.
+    if (effect._tag === "DeleteTask" && result.error.code === 409) return { kind: "gone" };
+    return { kind: "failed", reason: `${result.error.code} ${result.error.reason}: ${result.error.message}` };
+  }
+  if (metadataOf(result.value).uid !== meta.uid) return { kind: "gone" };
+  return { kind: "ok", object: server.get(namespace, name).ok ? result.value : undefined };
+};

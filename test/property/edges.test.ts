@@ -1,0 +1,304 @@
+/**
+ * (h) Every edge of the machine is exercised. For each situation a task can be in when a pass starts,
+ * `xstate/graph` enumerates the shortest paths over all handler results; each path is replayed twice:
+ * through an inspected actor (which reports the exact transitions taken, guards included) and through
+ * the pass driver against the memory API server (whose writes must all apply). The union of the
+ * transitions taken must be every transition of the machine definition.
+ */
+
+import { describe, expect, it } from "vitest";
+import { createActor, type InspectionEvent } from "xstate";
+import { getShortestPaths } from "xstate/graph";
+import { etcdOpsTaskKind } from "../../src/api/etcdopstask-kind.ts";
+import type { TaskStatus } from "../../src/api/status.ts";
+import { isPassEnd } from "../../src/effects/task-effect.ts";
+import { MemoryApiServer } from "../../src/interpreters/memory/api-server.ts";
+import { FakeClock } from "../../src/interpreters/memory/clock.ts";
+import type { JsonObject } from "../../src/interpreters/memory/merge-patch.ts";
+import { performWrite } from "../../src/interpreters/memory/perform-write.ts";
+import { type Edge, edgeKey, machineEdges } from "../../src/machine/edges.ts";
+import { type PhaseEvent, taskMachine } from "../../src/machine/task-machine.ts";
+import { toWireTime } from "../../src/machine/time.ts";
+import type { PassInput, Phase, PhaseOutcome, TaskObservation } from "../../src/machine/types.ts";
+import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
+import { advance, deliver, nextEffect, passEnd, startPass } from "../../src/reconcile/pass.ts";
+import { epoch, taskObject } from "../support/simulation.ts";
+
+const finalizer = etcdOpsTaskKind.finalizer;
+const foreign = "example.com/keep";
+const now = epoch + 60_000;
+const config = lifecycleConfig(etcdOpsTaskKind, { requeueIntervalMs: 5_000 });
+const withDeadline = { ...config, phaseDeadlineMs: 30_000 };
+
+const task: TaskObservation = {
+  namespace: "default",
+  name: "t",
+  uid: "uid-1",
+  createdAt: epoch,
+  finalizers: [],
+  ttlSeconds: 10,
+  group: "e1",
+  status: {},
+};
+
+const inProgress: TaskStatus = {
+  state: "InProgress",
+  startedAt: toWireTime(now - 1_000),
+  lastTransitionTime: toWireTime(now - 1_000),
+  lastOperation: {
+    type: "Execution",
+    state: "InProgress",
+    description: "Task Execution phase is in progress",
+    runID: "r0",
+    lastUpdateTime: toWireTime(now - 1_000),
+  },
+};
+const succeeded = (at: number): TaskStatus => ({
+  ...inProgress,
+  state: "Succeeded",
+  lastTransitionTime: toWireTime(at),
+});
+const rejected: TaskStatus = { state: "Rejected", lastTransitionTime: toWireTime(now - 1_000) };
+
+const input = (
+  changes: Omit<Partial<PassInput>, "task"> & { task?: Partial<TaskObservation> } = {},
+): PassInput => ({
+  peers: [],
+  now,
+  runId: "run-graph",
+  retries: 0,
+  config,
+  ...changes,
+  task: { ...task, ...changes.task },
+});
+
+const claimed: Partial<TaskObservation> = { finalizers: [finalizer] };
+const olderPeer = {
+  name: "older",
+  uid: "uid-0",
+  createdAt: epoch - 1_000,
+  state: "Pending" as const,
+  deleting: false,
+};
+const known = (phase: Phase) => ({
+  phase,
+  outcome: { kind: "completed" as const, description: "remembered" },
+});
+
+/** Every situation a pass can start in that takes a different first branch. */
+const situations: Record<string, PassInput> = {
+  "new task": input(),
+  "claimed, not yet admitted": input({ task: claimed }),
+  "in progress": input({ task: { ...claimed, status: inProgress } }),
+  "in progress, finalizer removed by hand": input({ task: { status: inProgress } }),
+  "succeeded, TTL running": input({ task: { ...claimed, status: succeeded(now - 1_000) } }),
+  "succeeded, TTL over": input({ task: { ...claimed, status: succeeded(now - 20_000) } }),
+  "succeeded, TTL over, finalizer removed by hand": input({ task: { status: succeeded(now - 20_000) } }),
+  "succeeded, deleted": input({
+    task: { ...claimed, status: succeeded(now - 1_000), deletingSince: now - 500 },
+  }),
+  "succeeded, deleted, held by another finalizer": input({
+    task: { finalizers: [finalizer, foreign], status: succeeded(now - 1_000), deletingSince: now - 500 },
+  }),
+  "rejected, deleted": input({ task: { ...claimed, status: rejected, deletingSince: now - 500 } }),
+  "deleted, cleanup already recorded": input({
+    task: {
+      finalizers: [finalizer, foreign],
+      deletingSince: now - 500,
+      status: {
+        ...succeeded(now - 1_000),
+        lastOperation: {
+          type: "Cleanup",
+          state: "Completed",
+          description: "Cleanup completed",
+          runID: "r1",
+          lastUpdateTime: toWireTime(now - 400),
+        },
+      },
+    },
+  }),
+  "deleted, not ours": input({ task: { finalizers: [foreign], deletingSince: now - 500 } }),
+  "written by a newer machine": input({ task: { ...claimed, machineVersion: 99 } }),
+  "unsupported config": input({
+    task: { ...claimed, unsupported: { reason: "config member x is not supported" } },
+  }),
+  "unsupported config, in progress": input({
+    task: { ...claimed, status: inProgress, unsupported: { reason: "config member x is not supported" } },
+  }),
+  "blocked by an older task (reject)": input({ task: claimed, peers: [olderPeer] }),
+  "blocked by an older task (queue)": input({
+    task: claimed,
+    peers: [olderPeer],
+    config: { ...config, duplicatePolicy: "queue" },
+  }),
+  "admission past its deadline": input({
+    task: { ...claimed, createdAt: now - 60_000 },
+    config: withDeadline,
+  }),
+  "execution past its deadline": input({
+    task: { ...claimed, status: { ...inProgress, startedAt: toWireTime(now - 60_000) } },
+    config: withDeadline,
+  }),
+  "cleanup past its deadline": input({
+    task: { ...claimed, status: succeeded(now - 90_000), deletingSince: now - 60_000 },
+    config: withDeadline,
+  }),
+  "admission backing off": input({ task: claimed, retries: 2, retryAt: now + 40 }),
+  "execution backing off": input({ task: { ...claimed, status: inProgress }, retries: 2, retryAt: now + 40 }),
+  "cleanup backing off": input({
+    task: { ...claimed, status: succeeded(now - 1_000), deletingSince: now - 500 },
+    retries: 1,
+    retryAt: now + 20,
+  }),
+  "admit result known": input({ task: claimed, known: known("admit") }),
+  "execute result known": input({ task: { ...claimed, status: inProgress }, known: known("execute") }),
+  "cleanup result known": input({
+    task: { ...claimed, status: succeeded(now - 1_000), deletingSince: now - 500 },
+    known: known("cleanup"),
+  }),
+};
+
+const error = { code: "ERR_X", message: "x failed", cause: "because" };
+const events: PhaseEvent[] = (["admit", "execute", "cleanup"] as const).flatMap((phase) => [
+  { type: "phase.completed", phase, description: `${phase} done` },
+  { type: "phase.failed", phase, description: `${phase} failed`, error },
+  { type: "phase.retry", phase, description: `${phase} retry`, error },
+  { type: "phase.retry", phase, description: `${phase} polling`, afterMs: 1_000 },
+]);
+
+const outcomeOf = (event: PhaseEvent): PhaseOutcome => {
+  switch (event.type) {
+    case "phase.completed":
+      return { kind: "completed", description: event.description };
+    case "phase.failed":
+      return { kind: "failed", description: event.description, error: event.error };
+    case "phase.retry":
+      return {
+        kind: "retry",
+        description: event.description,
+        ...(event.error === undefined ? {} : { error: event.error }),
+        ...(event.afterMs === undefined ? {} : { afterMs: event.afterMs }),
+      };
+  }
+};
+
+/** The transitions an actor takes for `path`, with their guards, as the inspector reports them. */
+const transitionsTaken = (start: PassInput, path: ReadonlyArray<PhaseEvent>): Edge[] => {
+  const taken: Edge[] = [];
+  const inspect = (event: InspectionEvent) => {
+    if (event.type !== "@xstate.microstep") return;
+    for (const t of event._transitions) {
+      for (const target of t.target ?? []) {
+        let leaf = target;
+        while (leaf.type === "compound" && leaf.initial.target[0] !== undefined)
+          leaf = leaf.initial.target[0];
+        const guard = t.guard;
+        const guardName =
+          typeof guard === "string"
+            ? guard
+            : typeof guard === "object" && guard !== null && "type" in guard
+              ? String(guard.type)
+              : guard === undefined
+                ? undefined
+                : "inline";
+        taken.push({
+          from: t.source.path.join("."),
+          event: t.eventType === "" ? "always" : String(t.eventType),
+          to: leaf.path.join("."),
+          ...(guardName === undefined ? {} : { guard: guardName }),
+        });
+      }
+    }
+  };
+  const actor = createActor(taskMachine, { input: start, inspect });
+  actor.start();
+  for (const event of path) actor.send(event);
+  actor.stop();
+  return taken;
+};
+
+/** The situation as a stored object, so that the pass's writes meet a real (memory) API server. */
+const seed = (start: PassInput): { server: MemoryApiServer; object: JsonObject } => {
+  const clock = new FakeClock(start.task.createdAt);
+  const server = new MemoryApiServer({
+    resource: "etcdopstasks.druid.gardener.cloud",
+    now: () => clock.now(),
+  });
+  const created = server.create(taskObject(start.task.name, { etcd: "e1", ttl: start.task.ttlSeconds }));
+  if (!created.ok) throw new Error(created.error.message);
+  const { name, namespace } = start.task;
+  if (start.task.finalizers.length > 0)
+    server.patch(namespace, name, { metadata: { finalizers: [...start.task.finalizers] } });
+  if (Object.keys(start.task.status).length > 0)
+    server.patchStatus(namespace, name, { status: start.task.status as JsonObject });
+  if (start.task.deletingSince !== undefined) {
+    clock.set(Math.max(clock.now(), start.task.deletingSince));
+    server.delete(namespace, name);
+  }
+  const stored = server.get(namespace, name);
+  if (!stored.ok) throw new Error(stored.error.message);
+  return { server, object: stored.value };
+};
+
+/** Runs the pass for `path` through the driver, performing its writes; returns what went wrong, if anything. */
+const replayThroughMemory = (start: PassInput, path: ReadonlyArray<PhaseEvent>): string | undefined => {
+  const { server } = seed(start);
+  let object = seed(start).object;
+  let pass = startPass({
+    ...start,
+    task: { ...start.task, uid: String((object.metadata as JsonObject).uid) },
+  });
+  const results = [...path];
+  for (let step = 0; step < 100; step += 1) {
+    const end = passEnd(pass);
+    if (end !== undefined) {
+      const ends = pass.pending.filter(isPassEnd);
+      return ends.length === 1 ? undefined : `${ends.length} pass ends`;
+    }
+    const effect = nextEffect(pass);
+    if (effect === undefined) return "the pass stopped without an end";
+    if (effect._tag === "RunPhase") {
+      const result = results.shift();
+      if (result === undefined) return undefined; // the path stops at this call
+      pass = deliver(pass, effect.phase, outcomeOf(result));
+      continue;
+    }
+    if (effect._tag !== "RecordEvent") {
+      const written = performWrite(server, object, effect);
+      if (written.kind === "failed") return `${effect._tag}: ${written.reason}`;
+      if (written.kind === "gone") return undefined;
+      if (written.object !== undefined) object = written.object;
+    }
+    pass = advance(pass);
+  }
+  return "the pass did not end within 100 effects";
+};
+
+describe("(h) every edge of the task machine", () => {
+  const covered = new Set<string>();
+  const guarded = (edge: Edge) => `${edgeKey(edge)} [${edge.guard ?? ""}]`;
+
+  for (const [name, start] of Object.entries(situations)) {
+    it(`replays every shortest path from: ${name}`, () => {
+      const paths = getShortestPaths(taskMachine, { input: start, events });
+      expect(paths.length).toBeGreaterThan(0);
+      for (const path of paths) {
+        const sent = path.steps
+          .map((step) => step.event)
+          .filter((event): event is PhaseEvent => event.type.startsWith("phase."));
+        for (const edge of transitionsTaken(start, sent)) covered.add(guarded(edge));
+        expect(
+          replayThroughMemory(start, sent),
+          `${name}: ${sent.map((e) => `${e.phase}:${e.type}`).join(" → ")}`,
+        ).toBeUndefined();
+      }
+    });
+  }
+
+  it("covers all of them", () => {
+    const missing = machineEdges()
+      .map(guarded)
+      .filter((edge) => !covered.has(edge));
+    expect(missing).toEqual([]);
+  });
+});
