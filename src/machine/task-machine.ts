@@ -34,6 +34,9 @@ export interface TaskContext {
   readonly replayed: boolean;
 }
 
+/** Starts a pass: the machine re-reads everything from its context (set from the pass's input). */
+export type ReconcileEvent = { readonly type: "reconcile" };
+
 export type PhaseEvent =
   | { readonly type: "phase.completed"; readonly phase: Phase; readonly description: string }
   | {
@@ -123,7 +126,7 @@ const requeue = (delayMs: number, reason: RequeueReason, context: TaskContext) =
 const lifecycle = setup({
   types: {
     context: {} as TaskContext,
-    events: {} as PhaseEvent,
+    events: {} as PhaseEvent | ReconcileEvent,
     input: {} as PassInput,
   },
   actions: {
@@ -338,19 +341,27 @@ const onPhaseResult = (phase: Phase, next: { completed: string; failed: string }
     },
   }) as const;
 
+/** The context a pass starts with. */
+export const contextOf = (input: PassInput): TaskContext => ({
+  input,
+  persisted: input.task.status,
+  status: input.task.status,
+  ownsFinalizer: input.task.finalizers.includes(input.config.finalizer),
+  deletingSince: input.task.deletingSince,
+  replayed: false,
+});
+
 export const taskMachine = effects.createMachine({
   id: "task",
   version: String(machineVersion),
-  context: ({ input }) => ({
-    input,
-    persisted: input.task.status,
-    status: input.task.status,
-    ownsFinalizer: input.task.finalizers.includes(input.config.finalizer),
-    deletingSince: input.task.deletingSince,
-    replayed: false,
-  }),
-  initial: "route",
+  context: ({ input }) => contextOf(input),
+  initial: "idle",
   states: {
+    /** Between passes. A pass is one `reconcile` event, with the context rebuilt from the object. */
+    idle: {
+      on: { reconcile: "route" },
+    },
+
     /** §1.4 step 3: terminal or deleting tasks go to the deletion flow; the rest run the task flow. */
     route: {
       always: [

@@ -8,10 +8,10 @@
  * between any two effects (a crash) or park it on a handler call (a hang) and still be the same driver
  * the Kubernetes runtime runs.
  */
-import { type ExecutableActionsFrom, getInitialMicrosteps, getMicrosteps, type SnapshotFrom } from "xstate";
+import { type ExecutableActionsFrom, getMicrosteps, type SnapshotFrom } from "xstate";
 import { effectsOf } from "../effects/from-actions.ts";
 import { isPassEnd, type PassEnd, type TaskEffect } from "../effects/task-effect.ts";
-import { phaseEvent, type TaskMachine, taskMachine } from "../machine/task-machine.ts";
+import { contextOf, phaseEvent, type TaskMachine, taskMachine } from "../machine/task-machine.ts";
 import type { PassInput, Phase, PhaseOutcome } from "../machine/types.ts";
 
 export type TaskSnapshot = SnapshotFrom<TaskMachine>;
@@ -64,17 +64,14 @@ export const statePath = (snapshot: TaskSnapshot): string => {
   return walk(snapshot.value);
 };
 
+/**
+ * Starts a pass: the machine is put in `idle` with the context rebuilt from the input (nothing of an
+ * earlier pass survives), and receives `reconcile`.
+ */
 export const startPass = (input: PassInput): Pass => {
-  const steps = getInitialMicrosteps(taskMachine, input);
-  const [first] = steps;
-  if (first === undefined) throw new Error("the task machine has no initial state"); // a defect of the machine definition
-  const [initial, entry] = first;
-  const start: Pass = {
-    snapshot: initial,
-    pending: effectsOf(entry),
-    transitions: [{ from: "(object)", event: "reconcile", to: statePath(initial) }],
-  };
-  return walk(start, steps.slice(1), "always");
+  const idle = taskMachine.resolveState({ value: "idle", context: contextOf(input) });
+  const start: Pass = { snapshot: idle, pending: [], transitions: [] };
+  return walk(start, getMicrosteps(taskMachine, idle, { type: "reconcile" }), "reconcile");
 };
 
 /** The next effect to perform. */

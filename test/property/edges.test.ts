@@ -17,7 +17,7 @@ import { FakeClock } from "../../src/interpreters/memory/clock.ts";
 import type { JsonObject } from "../../src/interpreters/memory/merge-patch.ts";
 import { performWrite } from "../../src/interpreters/memory/perform-write.ts";
 import { type Edge, edgeKey, machineEdges } from "../../src/machine/edges.ts";
-import { type PhaseEvent, taskMachine } from "../../src/machine/task-machine.ts";
+import { type PhaseEvent, type ReconcileEvent, taskMachine } from "../../src/machine/task-machine.ts";
 import { toWireTime } from "../../src/machine/time.ts";
 import type { PassInput, Phase, PhaseOutcome, TaskObservation } from "../../src/machine/types.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
@@ -159,12 +159,16 @@ const situations: Record<string, PassInput> = {
 };
 
 const error = { code: "ERR_X", message: "x failed", cause: "because" };
-const events: PhaseEvent[] = (["admit", "execute", "cleanup"] as const).flatMap((phase) => [
-  { type: "phase.completed", phase, description: `${phase} done` },
-  { type: "phase.failed", phase, description: `${phase} failed`, error },
-  { type: "phase.retry", phase, description: `${phase} retry`, error },
-  { type: "phase.retry", phase, description: `${phase} polling`, afterMs: 1_000 },
-]);
+const reconcile: ReconcileEvent = { type: "reconcile" };
+const events: Array<PhaseEvent | ReconcileEvent> = [
+  reconcile,
+  ...(["admit", "execute", "cleanup"] as const).flatMap((phase): PhaseEvent[] => [
+    { type: "phase.completed", phase, description: `${phase} done` },
+    { type: "phase.failed", phase, description: `${phase} failed`, error },
+    { type: "phase.retry", phase, description: `${phase} retry`, error },
+    { type: "phase.retry", phase, description: `${phase} polling`, afterMs: 1_000 },
+  ]),
+];
 
 const outcomeOf = (event: PhaseEvent): PhaseOutcome => {
   switch (event.type) {
@@ -212,6 +216,7 @@ const transitionsTaken = (start: PassInput, path: ReadonlyArray<PhaseEvent>): Ed
   };
   const actor = createActor(taskMachine, { input: start, inspect });
   actor.start();
+  actor.send(reconcile);
   for (const event of path) actor.send(event);
   actor.stop();
   return taken;
