@@ -32,37 +32,48 @@ export interface TaskContext {
   readonly deletingSince: number | undefined;
   /** The pass used `input.known` instead of calling the handler (so that result is now being persisted). */
   readonly replayed: boolean;
+  /** The time of the latest event: a handler result can arrive long after the pass started. */
+  readonly now: number;
 }
 
 /** Starts a pass: the machine re-reads everything from its context (set from the pass's input). */
 export type ReconcileEvent = { readonly type: "reconcile" };
 
+/** A handler result; `now` is when it arrived (the times written with it are this one). */
 export type PhaseEvent =
-  | { readonly type: "phase.completed"; readonly phase: Phase; readonly description: string }
+  | {
+      readonly type: "phase.completed";
+      readonly phase: Phase;
+      readonly now: number;
+      readonly description: string;
+    }
   | {
       readonly type: "phase.failed";
       readonly phase: Phase;
+      readonly now: number;
       readonly description: string;
       readonly error: TaskError;
     }
   | {
       readonly type: "phase.retry";
       readonly phase: Phase;
+      readonly now: number;
       readonly description: string;
       readonly error?: TaskError;
       readonly afterMs?: number;
     };
 
-export const phaseEvent = (phase: Phase, outcome: PhaseOutcome): PhaseEvent => {
+export const phaseEvent = (phase: Phase, outcome: PhaseOutcome, now: number): PhaseEvent => {
   switch (outcome.kind) {
     case "completed":
-      return { type: "phase.completed", phase, description: outcome.description };
+      return { type: "phase.completed", phase, now, description: outcome.description };
     case "failed":
-      return { type: "phase.failed", phase, description: outcome.description, error: outcome.error };
+      return { type: "phase.failed", phase, now, description: outcome.description, error: outcome.error };
     case "retry":
       return {
         type: "phase.retry",
         phase,
+        now,
         description: outcome.description,
         ...(outcome.error === undefined ? {} : { error: outcome.error }),
         ...(outcome.afterMs === undefined ? {} : { afterMs: outcome.afterMs }),
@@ -106,7 +117,7 @@ const edit =
   (change: (context: TaskContext) => TaskStatus) =>
   ({ context }: { context: TaskContext }): Partial<TaskContext> => ({ status: change(context) });
 
-const enter = (context: TaskContext, state: TaskState) => withState(context.status, state, context.input.now);
+const enter = (context: TaskContext, state: TaskState) => withState(context.status, state, context.now);
 
 const operate = (
   context: TaskContext,
@@ -114,7 +125,7 @@ const operate = (
   phase: Phase,
   state: "Completed" | "Failed" | "InProgress",
   description: string,
-) => withOperation(status, operationOf[phase], state, description, context.input.runId, context.input.now);
+) => withOperation(status, operationOf[phase], state, description, context.input.runId, context.now);
 
 const requeue = (delayMs: number, reason: RequeueReason, context: TaskContext) => ({
   delayMs: Math.max(context.input.config.minRequeueMs, Math.ceil(delayMs)),
@@ -145,7 +156,7 @@ const lifecycle = setup({
     deleting: ({ context }) => context.deletingSince !== undefined,
     ownsFinalizer: ({ context }) => context.ownsFinalizer,
     terminal: ({ context }) => isTerminal(context.status.state),
-    ttlExpired: ({ context }) => ttlDeadline(context) <= context.input.now,
+    ttlExpired: ({ context }) => ttlDeadline(context) <= context.now,
     inProgress: ({ context }) => context.status.state === "InProgress",
     unsupported: ({ context }) => context.input.task.unsupported !== undefined,
     blockedByPeer: ({ context }) => blockingPeer(context.input.task, context.input.peers) !== undefined,
@@ -153,10 +164,10 @@ const lifecycle = setup({
     pastDeadline: ({ context }, { phase }: { phase: Phase }) => {
       const deadline = context.input.config.phaseDeadlineMs;
       const start = phaseStart(context, phase);
-      return deadline !== undefined && start !== undefined && context.input.now - start > deadline;
+      return deadline !== undefined && start !== undefined && context.now - start > deadline;
     },
     backoffRunning: ({ context }) =>
-      context.input.retryAt !== undefined && context.input.now < context.input.retryAt,
+      context.input.retryAt !== undefined && context.now < context.input.retryAt,
     resultKnown: ({ context }, { phase }: { phase: Phase }) => context.input.known?.phase === phase,
     /** A cleanup result is on the object already (written because another finalizer kept it visible). */
     cleanupRecorded: ({ context }) =>
@@ -178,13 +189,17 @@ const effects = lifecycle.extend({
       enqueue.assign({ persisted: context.status });
     }),
     claim: lifecycle.assign({ ownsFinalizer: true }),
-    requestDeletion: lifecycle.assign({ deletingSince: ({ context }) => context.input.now }),
+    /** A handler result moves the pass's clock to when it arrived. */
+    tick: lifecycle.assign({
+      now: ({ context, event }) => (event.type === "reconcile" ? context.now : event.now),
+    }),
+    requestDeletion: lifecycle.assign({ deletingSince: ({ context }) => context.now }),
     /** Replays a handler result that is known but was never persisted, instead of calling the handler again. */
     replayKnown: lifecycle.enqueueActions(({ context, enqueue }) => {
       const known = context.input.known;
       if (known === undefined) return;
       enqueue.assign({ replayed: true });
-      enqueue.raise(phaseEvent(known.phase, known.outcome));
+      enqueue.raise(phaseEvent(known.phase, known.outcome, context.now));
     }),
     markPending: lifecycle.assign(
       edit((context) => (context.status.state === undefined ? enter(context, "Pending") : context.status)),
@@ -229,21 +244,21 @@ const effects = lifecycle.extend({
         );
         if (peer === undefined || task.group === undefined) return status;
         const error = lifecycleErrors.duplicate(config.vocabulary, task.namespace, task.group, peer);
-        return withError(status, "Admit", error, context.input.now);
+        return withError(status, "Admit", error, context.now);
       }),
     ),
     rejectUnsupported: lifecycle.assign(
       edit((context) => {
         const reason = context.input.task.unsupported?.reason ?? "unknown config";
         const status = operate(context, enter(context, "Rejected"), "admit", "Failed", describe.unsupported);
-        return withError(status, "Admit", lifecycleErrors.unsupported(reason), context.input.now);
+        return withError(status, "Admit", lifecycleErrors.unsupported(reason), context.now);
       }),
     ),
     failUnsupported: lifecycle.assign(
       edit((context) => {
         const reason = context.input.task.unsupported?.reason ?? "unknown config";
         const status = operate(context, enter(context, "Failed"), "execute", "Failed", describe.unsupported);
-        return withError(status, "Execution", lifecycleErrors.unsupported(reason), context.input.now);
+        return withError(status, "Execution", lifecycleErrors.unsupported(reason), context.now);
       }),
     ),
     recordCompletion: lifecycle.assign(({ context, event }) => {
@@ -263,7 +278,7 @@ const effects = lifecycle.extend({
       const state = terminal[event.phase];
       const next = state === undefined ? context.status : enter(context, state);
       const status = operate(context, next, event.phase, "Failed", text);
-      return { status: withError(status, operationOf[event.phase], event.error, context.input.now) };
+      return { status: withError(status, operationOf[event.phase], event.error, context.now) };
     }),
     recordRetry: lifecycle.assign(({ context, event }) => {
       if (event.type !== "phase.retry") return {};
@@ -274,7 +289,7 @@ const effects = lifecycle.extend({
         status:
           event.error === undefined
             ? status
-            : withError(status, operationOf[event.phase], event.error, context.input.now),
+            : withError(status, operationOf[event.phase], event.error, context.now),
       };
     }),
     skipCleanup: lifecycle.assign(
@@ -302,7 +317,7 @@ const deadlineEdit = (phase: Phase) =>
       const next = state === undefined ? context.status : enter(context, state);
       const status = operate(context, next, phase, "Failed", describe.deadline(type));
       const error = lifecycleErrors.deadline(type, deadlineMs, lastErrorCode(context.status));
-      return withError(status, type, error, context.input.now);
+      return withError(status, type, error, context.now);
     }),
   );
 
@@ -319,7 +334,7 @@ const backoffOrPoll = effects.enqueueActions(({ context, event, enqueue }) => {
 const waitForBackoff = {
   type: "requeueAfter",
   params: ({ context }: { context: TaskContext }) =>
-    requeue((context.input.retryAt ?? context.input.now) - context.input.now, "waiting", context),
+    requeue((context.input.retryAt ?? context.now) - context.now, "waiting", context),
 } as const;
 
 const onPhaseResult = (phase: Phase, next: { completed: string; failed: string }) =>
@@ -327,17 +342,17 @@ const onPhaseResult = (phase: Phase, next: { completed: string; failed: string }
     "phase.completed": {
       guard: ({ event }: { event: PhaseEvent }) => event.phase === phase,
       target: next.completed,
-      actions: "recordCompletion",
+      actions: ["tick", "recordCompletion"],
     },
     "phase.failed": {
       guard: ({ event }: { event: PhaseEvent }) => event.phase === phase,
       target: next.failed,
-      actions: "recordFailure",
+      actions: ["tick", "recordFailure"],
     },
     "phase.retry": {
       guard: ({ event }: { event: PhaseEvent }) => event.phase === phase,
       target: "retrying",
-      actions: "recordRetry",
+      actions: ["tick", "recordRetry"],
     },
   }) as const;
 
@@ -349,6 +364,7 @@ export const contextOf = (input: PassInput): TaskContext => ({
   ownsFinalizer: input.task.finalizers.includes(input.config.finalizer),
   deletingSince: input.task.deletingSince,
   replayed: false,
+  now: input.now,
 });
 
 export const taskMachine = effects.createMachine({
@@ -523,7 +539,7 @@ export const taskMachine = effects.createMachine({
     retained: {
       entry: {
         type: "requeueAfter",
-        params: ({ context }) => requeue(ttlDeadline(context) - context.input.now, "ttl", context),
+        params: ({ context }) => requeue(ttlDeadline(context) - context.now, "ttl", context),
       },
     },
     /** TTL expiry is a DELETE; the deletion flow below then runs as for a delete by the user. */

@@ -86,8 +86,8 @@ export const passEnd = (pass: Pass): PassEnd | undefined => {
 /** The next effect was performed (any effect but `RunPhase`). */
 export const advance = (pass: Pass): Pass => ({ ...pass, pending: pass.pending.slice(1) });
 
-/** The `RunPhase` effect at the head of the pass returned `outcome`. */
-export const deliver = (pass: Pass, phase: Phase, outcome: PhaseOutcome): Pass => {
-  const event = phaseEvent(phase, outcome);
+/** The `RunPhase` effect at the head of the pass returned `outcome`, at time `now`. */
+export const deliver = (pass: Pass, phase: Phase, outcome: PhaseOutcome, now: number): Pass => {
+  const event = phaseEvent(phase, outcome, now);
   return walk(advance(pass), getMicrosteps(taskMachine, pass.snapshot, event), event.type);
 };

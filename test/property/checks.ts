@@ -7,7 +7,7 @@ import { isTerminal, type LastError, type TaskState, type TaskStatus } from "../
 import { isTaskWrite } from "../../src/effects/task-effect.ts";
 import type { JsonObject } from "../../src/interpreters/memory/merge-patch.ts";
 import { maxLastErrors } from "../../src/machine/status-edits.ts";
-import { fromWireTime } from "../../src/machine/time.ts";
+import { fromWireTime, toWireTime } from "../../src/machine/time.ts";
 import { finalizersOf, foreignFinalizer, metadataOf, type World } from "./world.ts";
 
 const fail = (property: string, detail: string): never => {
@@ -44,6 +44,8 @@ interface Seen {
 /** Replays the watch history once, checking the per-event properties as it goes. */
 export class HistoryChecker {
   readonly #seen = new Map<string, Seen>();
+  /** Every status each task had, with when: to check what a write contained. */
+  readonly #statuses = new Map<string, Array<{ readonly at: number; readonly status: TaskStatus }>>();
   #index = 0;
 
   readonly world: World;
@@ -88,6 +90,9 @@ export class HistoryChecker {
       }
       seen.status = status;
       this.#seen.set(uid, seen);
+      const history = this.#statuses.get(uid) ?? [];
+      history.push({ at, status });
+      this.#statuses.set(uid, history);
     }
   }
 
@@ -152,6 +157,30 @@ export class HistoryChecker {
           `${task.name} started before the older ${other.name} (${String(other.status.state ?? "new")}) of ${task.group}`,
         );
       }
+    }
+  }
+
+  /** (f) the error of every persisted handler result is the newest entry of lastErrors when written. */
+  checkErrorsRecorded(): void {
+    for (const call of this.world.controller.calls) {
+      const outcome = call.outcome;
+      const error =
+        outcome?.kind === "failed" ? outcome.error : outcome?.kind === "retry" ? outcome.error : undefined;
+      if (error === undefined || call.phase === "cleanup") continue;
+      if (call.unwritten === true)
+        fail("lastErrors bounded", `${call.name}: ${error.code} of ${call.phase} was never written`);
+      if (call.persistedAt === undefined) continue;
+      const written = (this.#statuses.get(call.uid) ?? []).filter((entry) => entry.at === call.persistedAt);
+      const observedAt = toWireTime(call.persistedAt);
+      const recorded = written.some(({ status }) => {
+        const last = status.lastErrors?.at(-1);
+        return last?.code === error.code && last.observedAt === observedAt;
+      });
+      if (!recorded)
+        fail(
+          "lastErrors bounded",
+          `${call.name}: ${error.code} of ${call.phase} at ${observedAt} is not the newest error written`,
+        );
     }
   }
 

@@ -61,7 +61,22 @@ const behaviourArb = (phase: Phase): fc.Arbitrary<Behaviour> =>
 
 const scriptArb: fc.Arbitrary<Script> = fc.record({
   admit: fc.array(behaviourArb("admit"), { maxLength: 2 }),
-  execute: fc.array(behaviourArb("execute"), { maxLength: 3 }),
+  execute: fc.oneof(
+    { weight: 9, arbitrary: fc.array(behaviourArb("execute"), { maxLength: 3 }) },
+    // A long streak of transient errors: more than lastErrors can hold.
+    {
+      weight: 1,
+      arbitrary: fc.constant(
+        Array.from(
+          { length: 12 },
+          (): Behaviour => ({
+            kind: "return",
+            outcome: { kind: "retry", description: "Failed to execute HTTP request", error },
+          }),
+        ),
+      ),
+    },
+  ),
   cleanup: fc.array(behaviourArb("cleanup"), { maxLength: 2 }),
 });
 

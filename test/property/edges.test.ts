@@ -163,10 +163,10 @@ const reconcile: ReconcileEvent = { type: "reconcile" };
 const events: Array<PhaseEvent | ReconcileEvent> = [
   reconcile,
   ...(["admit", "execute", "cleanup"] as const).flatMap((phase): PhaseEvent[] => [
-    { type: "phase.completed", phase, description: `${phase} done` },
-    { type: "phase.failed", phase, description: `${phase} failed`, error },
-    { type: "phase.retry", phase, description: `${phase} retry`, error },
-    { type: "phase.retry", phase, description: `${phase} polling`, afterMs: 1_000 },
+    { type: "phase.completed", phase, now, description: `${phase} done` },
+    { type: "phase.failed", phase, now, description: `${phase} failed`, error },
+    { type: "phase.retry", phase, now, description: `${phase} retry`, error },
+    { type: "phase.retry", phase, now, description: `${phase} polling`, afterMs: 1_000 },
   ]),
 ];
 
@@ -265,7 +265,7 @@ const replayThroughMemory = (start: PassInput, path: ReadonlyArray<PhaseEvent>):
     if (effect._tag === "RunPhase") {
       const result = results.shift();
       if (result === undefined) return undefined; // the path stops at this call
-      pass = deliver(pass, effect.phase, outcomeOf(result));
+      pass = deliver(pass, effect.phase, outcomeOf(result), result.now);
       continue;
     }
     if (effect._tag !== "RecordEvent") {

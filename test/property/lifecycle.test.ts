@@ -26,6 +26,7 @@ const checkAll = (world: World, history: HistoryChecker) => {
   checkNoRepeatedCalls(world);
   checkSettledPassesAreNoOps(world);
   history.checkTtl(ttlSlackMs);
+  history.checkErrorsRecorded();
 };
 
 const lifecycleProperty = (options: Parameters<typeof makeWorld>[0]) =>

@@ -51,6 +51,10 @@ export interface HandlerCall {
   outcome?: PhaseOutcome;
   /** The result reached the object (a status write or the finalizer removal after it succeeded). */
   persisted: boolean;
+  /** When it did. */
+  persistedAt?: number;
+  /** The pass that got the result ended normally without writing it. */
+  unwritten?: boolean;
   /**
    * The call's result was dropped: cancelled by a deletion, lost in a crash, or superseded (its status
    * write failed, and by the next pass the task had moved on, e.g. a peer now goes first).
@@ -139,8 +143,8 @@ export class SimulatedController<Task> {
     string,
     { readonly known: KnownResult; readonly call: HandlerCall | undefined }
   >();
-  /** The resourceVersion each key's last normally ended pass left behind. */
-  readonly #settled = new Map<string, string>();
+  /** The resourceVersion each key's last normally ended pass left behind, and when that pass ended. */
+  readonly #settled = new Map<string, { readonly resourceVersion: string; readonly at: number }>();
   readonly #parked = new Map<string, Parked>();
   readonly #groupLocks = new Map<string, string>();
   /** Keys that changed while busy or while their group was locked; run when they are free. */
@@ -254,7 +258,7 @@ export class SimulatedController<Task> {
       object: current.value,
       ...(parked.lockedGroup === undefined ? {} : { lockedGroup: parked.lockedGroup }),
     };
-    this.#continue(running, deliver(parked.pass, parked.phase, outcome));
+    this.#continue(running, deliver(parked.pass, parked.phase, outcome, this.#options.clock.now()));
     this.#release(key);
     this.runUntilIdle();
     return true;
@@ -365,7 +369,10 @@ export class SimulatedController<Task> {
     this.#settled.delete(key);
     const pass = startPass(this.#input(facts, kept?.known));
     const replayed = kept !== undefined && pass.snapshot.context.replayed;
-    if (kept?.call !== undefined && !replayed) kept.call.dropped = "superseded";
+    // A kept result the machine set aside (the task moved on) is superseded; one it ignored while
+    // calling the same phase again is not, and the no-repeated-calls property will say so.
+    const callsAgain = pass.pending.some((e) => e._tag === "RunPhase" && e.phase === kept?.known.phase);
+    if (kept?.call !== undefined && !replayed && !callsAgain) kept.call.dropped = "superseded";
     const running: Running = {
       key,
       uid,
@@ -379,13 +386,13 @@ export class SimulatedController<Task> {
     this.#continue(running, pass);
   }
 
-  #input(facts: TaskFacts, known: KnownResult | undefined) {
+  #input(facts: TaskFacts, known: KnownResult | undefined, now = this.#options.clock.now()) {
     const retry = this.#retry.get(facts.metadata.uid) ?? noRetry;
     this.#runSerial += 1;
     return {
       task: observe(facts, this.#options.supported),
       peers: peersOf(facts, this.#facts()),
-      now: this.#options.clock.now(),
+      now,
       runId: `run-${this.#runSerial}`,
       retries: retry.retries,
       ...(retry.retryAt === undefined ? {} : { retryAt: retry.retryAt }),
@@ -395,12 +402,12 @@ export class SimulatedController<Task> {
   }
 
   /**
-   * The effects a pass would start with if it ran now, for every task that is idle and unchanged
-   * since its last pass ended normally: the "no-op reconcile" check (nothing performed).
+   * The effects a pass would start with if it ran again at the instant the last one ended, for every
+   * task that is idle and unchanged since: the "no-op reconcile" check (nothing is performed).
    */
   settledPasses(): Array<{ name: string; effects: TaskEffect[] }> {
     const result: Array<{ name: string; effects: TaskEffect[] }> = [];
-    for (const [key, resourceVersion] of this.#settled) {
+    for (const [key, { resourceVersion, at }] of this.#settled) {
       if (this.#parked.has(key) || this.#deferred.has(key) || this.#ready.includes(key)) continue;
       const [namespace, name] = splitKey(key);
       const stored = this.#options.server.get(namespace, name);
@@ -409,7 +416,7 @@ export class SimulatedController<Task> {
       if (!decoded.ok) continue;
       const facts = this.#options.kind.facts(decoded.task);
       if (this.#outbox.has(facts.metadata.uid)) continue;
-      let pass = startPass(this.#input(facts, undefined));
+      let pass = startPass(this.#input(facts, undefined, at));
       // Follow the pass through effects that need no answer; a RunPhase would be reported as such.
       const effects: TaskEffect[] = [];
       for (let next = nextEffect(pass); next !== undefined; next = nextEffect(pass)) {
@@ -457,7 +464,7 @@ export class SimulatedController<Task> {
       if (effect._tag === "RunPhase") {
         const result = this.#call(running, pass, effect.phase);
         if (result === "parked") return;
-        pass = deliver(pass, effect.phase, result.outcome);
+        pass = deliver(pass, effect.phase, result.outcome, clock.now());
         running.unpersisted = { call: result.call, known: { phase: effect.phase, outcome: result.outcome } };
         continue;
       }
@@ -497,7 +504,11 @@ export class SimulatedController<Task> {
         running.unpersisted !== undefined &&
         (effect._tag === "PatchStatus" || effect._tag === "RemoveFinalizer")
       ) {
-        if (running.unpersisted.call !== undefined) running.unpersisted.call.persisted = true;
+        const call = running.unpersisted.call;
+        if (call !== undefined) {
+          call.persisted = true;
+          call.persistedAt = clock.now();
+        }
         running.unpersisted = undefined;
       }
       pass = advance(pass);
@@ -581,6 +592,8 @@ export class SimulatedController<Task> {
     const { clock } = this.#options;
     const [, name] = splitKey(running.key);
     running.effects.push(end._tag);
+    const call = running.unpersisted?.call;
+    if (call !== undefined) call.unwritten = true;
     this.passes.push({
       uid: running.uid,
       name,
@@ -591,7 +604,8 @@ export class SimulatedController<Task> {
     });
     this.#unlock(running.lockedGroup, running.key);
     const resourceVersion = (running.object.metadata as JsonObject).resourceVersion;
-    if (typeof resourceVersion === "string") this.#settled.set(running.key, resourceVersion);
+    if (typeof resourceVersion === "string")
+      this.#settled.set(running.key, { resourceVersion, at: clock.now() });
     const next = nextRetryState(this.#retry.get(running.uid) ?? noRetry, end, clock.now());
     this.#retry.set(running.uid, next);
     if (end._tag === "RequeueAfter") this.#timers.set(running.key, clock.now() + end.delayMs);
