@@ -1,0 +1,44 @@
+// Minimal HTTP(S) GET for readiness probes (before a KubeConfig is worth building).
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+
+export interface ProbeResponse {
+  readonly status: number;
+  readonly body: string;
+}
+
+export interface ProbeOptions {
+  readonly caPem?: string;
+  readonly token?: string;
+  readonly timeoutMs?: number;
+}
+
+export function probe(url: string, options: ProbeOptions = {}): Promise<ProbeResponse> {
+  const target = new URL(url);
+  const request = target.protocol === "https:" ? httpsRequest : httpRequest;
+  const headers: Record<string, string> = {};
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+  return new Promise((resolve, reject) => {
+    const req = request(
+      target,
+      {
+        method: "GET",
+        headers,
+        timeout: options.timeoutMs ?? 2000,
+        ...(options.caPem !== undefined ? { ca: options.caPem } : {}),
+      },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          if (body.length < 64 * 1024) body += chunk;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on("error", reject);
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error(`GET ${url}: timed out`)));
+    req.on("error", reject);
+    req.end();
+  });
+}

@@ -1,0 +1,148 @@
+// Starting kube-apiserver on 127.0.0.1 against a given etcd: static-token authentication, RBAC,
+// a self-generated serving certificate (its CA becomes the kubeconfig's CA), and service-account
+// keys generated with node:crypto.
+import { generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Deadline, pollUntil } from "./deadline.ts";
+import { probe } from "./http.ts";
+import { freePort } from "./ports.ts";
+import { type ManagedProcess, ProcessExitedError, startProcess } from "./process.ts";
+
+/** A user authenticated by a static bearer token. */
+export interface TokenUser {
+  readonly name: string;
+  readonly groups: readonly string[];
+}
+
+export interface IssuedToken extends TokenUser {
+  readonly token: string;
+}
+
+export interface KubeApiserverOptions {
+  readonly binary: string;
+  readonly etcdUrl: string;
+  /** Holds pki/, tokens.csv and the service-account keys. */
+  readonly dir: string;
+  readonly deadline: Deadline;
+  /** Besides `admin` (system:masters). */
+  readonly users?: readonly TokenUser[];
+  readonly extraArgs?: readonly string[];
+  readonly scratchDir?: string;
+  readonly onLine?: (line: string) => void;
+}
+
+export interface RunningKubeApiserver {
+  readonly process: ManagedProcess;
+  /** https://127.0.0.1:<port> */
+  readonly server: string;
+  /** PEM bundle of the self-signed serving certificate and its CA. */
+  readonly caPem: string;
+  /** Issued tokens by user name; always contains `admin`. */
+  readonly tokens: ReadonlyMap<string, IssuedToken>;
+}
+
+export const ADMIN_USER = "admin";
+const PORT_RETRIES = 3;
+
+const csvField = (value: string): string => `"${value.replaceAll('"', '""')}"`;
+
+function writeAuthFiles(dir: string, users: readonly TokenUser[]): Map<string, IssuedToken> {
+  const tokens = new Map<string, IssuedToken>();
+  for (const user of [{ name: ADMIN_USER, groups: ["system:masters"] }, ...users]) {
+    if (tokens.has(user.name)) throw new Error(`duplicate user ${user.name}`);
+    if (!/^[A-Za-z0-9:._@-]+$/.test(user.name))
+      throw new Error(`invalid user name ${JSON.stringify(user.name)}`);
+    tokens.set(user.name, { ...user, token: randomBytes(24).toString("base64url") });
+  }
+  // token,user,uid,"group1,group2"
+  const csv = [...tokens.values()]
+    .map((t) => [t.token, t.name, randomUUID(), csvField(t.groups.join(","))].join(","))
+    .join("\n");
+  writeFileSync(join(dir, "tokens.csv"), `${csv}\n`, { mode: 0o600 });
+
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  writeFileSync(join(dir, "sa.key"), privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600 });
+  writeFileSync(join(dir, "sa.pub"), publicKey.export({ type: "spki", format: "pem" }));
+  return tokens;
+}
+
+function apiserverArgs(o: KubeApiserverOptions, port: number, certDir: string): string[] {
+  return [
+    `--etcd-servers=${o.etcdUrl}`,
+    `--cert-dir=${certDir}`,
+    `--secure-port=${port}`,
+    "--bind-address=127.0.0.1",
+    "--advertise-address=127.0.0.1",
+    "--service-cluster-ip-range=10.0.0.0/24",
+    "--allow-privileged=true",
+    "--authorization-mode=RBAC",
+    `--token-auth-file=${join(o.dir, "tokens.csv")}`,
+    // No controller-manager creates default service accounts.
+    "--disable-admission-plugins=ServiceAccount",
+    `--service-account-issuer=https://127.0.0.1:${port}`,
+    `--service-account-key-file=${join(o.dir, "sa.pub")}`,
+    `--service-account-signing-key-file=${join(o.dir, "sa.key")}`,
+    // The `kubernetes` Service would otherwise point at 127.0.0.1 (log noise, nothing gained).
+    "--endpoint-reconciler-type=none",
+    ...(o.extraArgs ?? []),
+  ];
+}
+
+const readCaBundle = (file: string): string | undefined => {
+  try {
+    const pem = readFileSync(file, "utf8");
+    return pem.includes("-----END CERTIFICATE-----") ? pem : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/** Starts kube-apiserver and waits until `/readyz` returns 200 for the admin token. */
+export async function startKubeApiserver(options: KubeApiserverOptions): Promise<RunningKubeApiserver> {
+  mkdirSync(options.dir, { recursive: true, mode: 0o700 });
+  const tokens = writeAuthFiles(options.dir, options.users ?? []);
+  const admin = tokens.get(ADMIN_USER);
+  if (admin === undefined) throw new Error("unreachable: no admin token");
+
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const certDir = join(options.dir, `pki-${attempt}`);
+    mkdirSync(certDir, { recursive: true, mode: 0o700 });
+    const server = `https://127.0.0.1:${port}`;
+    const proc = startProcess({
+      name: "kube-apiserver",
+      command: options.binary,
+      args: apiserverArgs(options, port, certDir),
+      ...(options.scratchDir !== undefined ? { scratchDir: options.scratchDir } : {}),
+      ...(options.onLine !== undefined ? { onLine: options.onLine } : {}),
+    });
+    try {
+      const caPem = await pollUntil(
+        async () => {
+          const pem = readCaBundle(join(certDir, "apiserver.crt"));
+          if (pem === undefined) return undefined;
+          const res = await probe(`${server}/readyz`, { caPem: pem, token: admin.token, timeoutMs: 3000 });
+          if (res.status !== 200) throw new Error(`/readyz ${res.status}: ${res.body.slice(0, 500)}`);
+          return pem;
+        },
+        {
+          deadline: options.deadline,
+          what: "kube-apiserver /readyz",
+          intervalMs: 200,
+          abortIf: () => {
+            const exited = proc.exited();
+            if (exited !== undefined) {
+              throw new ProcessExitedError("kube-apiserver", exited.code, exited.signal, proc.tail());
+            }
+          },
+        },
+      );
+      return { process: proc, server, caPem, tokens };
+    } catch (err) {
+      await proc.stop(2000);
+      const portClash = err instanceof ProcessExitedError && /address already in use/.test(err.logTail);
+      if (!portClash || attempt >= PORT_RETRIES) throw err;
+    }
+  }
+}
