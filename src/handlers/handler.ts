@@ -1,0 +1,29 @@
+/**
+ * A task handler: three phases, each returning one small result (contract §1.12). Handlers never fail
+ * their Effect: what went wrong is an outcome (`failed` ends the task, `retry` backs off). A defect
+ * (a throw) is turned into a `retry` by the runtime (src/reconcile/handler-defect.ts).
+ *
+ * Handlers get what they need (object reads, HTTP, clock, logging) as Effect services in `R`, so one
+ * handler runs under the Kubernetes runtime and under the memory interpreter alike.
+ *
+ * Contract for implementers:
+ * - Admit runs while the task is Pending, at most once per successful admission; it checks
+ *   preconditions and must not change the world.
+ * - Execute may run more than once (after `retry`, or after a crash before its result was persisted:
+ *   at-least-once), so it must be safe to repeat; it may run for a long time (it never blocks other tasks).
+ * - Cleanup runs once the task is being deleted (after its TTL or on a user's delete) and must be
+ *   idempotent; it is skipped for Rejected tasks.
+ */
+import type { Effect } from "effect";
+import type { PhaseOutcome } from "../machine/types.ts";
+
+export interface TaskHandler<Task, R = never> {
+  readonly admit: (task: Task) => Effect.Effect<PhaseOutcome, never, R>;
+  readonly execute: (task: Task) => Effect.Effect<PhaseOutcome, never, R>;
+  readonly cleanup: (task: Task) => Effect.Effect<PhaseOutcome, never, R>;
+}
+
+/** Handlers by config member (e.g. `onDemandSnapshot`); a member without one is Rejected (`ERR_UNSUPPORTED_TASK`). */
+export type HandlerRegistry<Task, R = never> = Readonly<Record<string, TaskHandler<Task, R>>>;
+
+export const supportedMembers = <Task, R>(registry: HandlerRegistry<Task, R>): string[] => Object.keys(registry).sort();
