@@ -1,0 +1,473 @@
+/**
+ * The task controller on a real cluster: a list-watch cache of the tasks, a keyed work queue, and for
+ * each key one reconcile pass at a time, driven by the same pass functions and rules as the simulated
+ * controller (src/interpreters/memory/controller.ts), with effects performed by the Kubernetes
+ * interpreter (src/interpreters/kubernetes).
+ *
+ * What it guarantees, beyond a plain work queue:
+ * - a handler call never holds a worker: it runs in a fiber of its own, and the rest of its pass runs
+ *   when it returns; meanwhile its key is busy (changes to it run after) and other keys move on;
+ * - deleting a task whose Admit or Execute call is in flight interrupts the call and drops its result;
+ * - admissions of one group (same namespace and etcd) run one at a time, from the cache that holds our
+ *   own writes (read-your-writes), so the duplicate rule never sees a stale peer;
+ * - a handler result whose status write failed is kept and replayed, never asked for again;
+ * - retry bookkeeping (`retries`, `retryAt`) follows `nextRetryState`; a periodic resync re-derives
+ *   every timer from the objects, so no requeue is lost.
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import { Cause, Clock, Duration, Effect, FiberMap, Schedule, type Scope, Stream } from "effect";
+import { isTerminal } from "../api/status.ts";
+import { nextRetryState, noRetry, type RetryState } from "../effects/retry-state.ts";
+import type { PassEnd, TaskEffect } from "../effects/task-effect.ts";
+import type { HandlerRegistry } from "../handlers/handler.ts";
+import type { KubeError } from "../interpreters/kubernetes/errors.ts";
+import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
+import { type KubeObject, objectKey } from "../interpreters/kubernetes/object.ts";
+import { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
+import type { KnownResult, LifecycleConfig, PassInput, Phase, PhaseOutcome } from "../machine/types.ts";
+import { defectOutcome } from "../reconcile/handler-defect.ts";
+import { observe, peersOf } from "../reconcile/observe.ts";
+import { advance, deliver, nextEffect, type Pass, passEnd, startPass } from "../reconcile/pass.ts";
+import type { ResourceRef, TaskFacts, TaskKind } from "../reconcile/task-kind.ts";
+import { makeInformer } from "./informer.ts";
+import { type TriggerReason, TriggerReasons } from "./trigger-reason.ts";
+import { makeWorkQueue } from "./work-queue.ts";
+
+export interface ControllerOptions<Task, R> {
+  readonly kind: TaskKind<Task>;
+  readonly handlers: HandlerRegistry<Task, R>;
+  readonly config: LifecycleConfig;
+  readonly kubeConfig: KubeConfig;
+  /** Watch one namespace; all when absent. */
+  readonly namespace?: string;
+  /** Passes run at once (druid: 3). Handler calls do not count: they never hold a worker. */
+  readonly concurrency: number;
+  /** Every task is reconciled again this often, whatever happened (default 10 minutes). */
+  readonly resyncInterval?: Duration.Input;
+  /**
+   * Objects that name the admission groups (Etcd for EtcdOpsTask): a change to one re-triggers the
+   * unfinished tasks of its group in its namespace.
+   */
+  readonly groupResource?: Pick<ResourceRef, "group" | "version" | "plural">;
+}
+
+/** What the controller exposes while it runs. */
+export interface ControllerHandle {
+  /** Completes once the task cache holds the first LIST. */
+  readonly synced: Effect.Effect<void>;
+  readonly stats: () => ControllerStats;
+}
+
+export interface ControllerStats {
+  readonly passes: number;
+  readonly aborted: number;
+  readonly handlerCalls: number;
+  readonly inFlightCalls: number;
+  readonly writes: Readonly<Record<string, number>>;
+}
+
+interface Busy {
+  readonly uid: string;
+  readonly phase: Phase;
+}
+
+interface Running {
+  readonly key: string;
+  readonly uid: string;
+  readonly runId: string;
+  object: KubeObject;
+  /** A handler result not yet on the object, and whether it came from the outbox. */
+  unpersisted?: KnownResult | undefined;
+  /** The admission group this pass holds, if it is admitting. */
+  lockedGroup?: string | undefined;
+  readonly started: number;
+}
+
+type WriteOutcome = "ok" | "gone" | { readonly failed: KubeError };
+
+const splitKey = (key: string): [string, string] => {
+  const at = key.indexOf("/");
+  return [key.slice(0, at), key.slice(at + 1)];
+};
+
+export const runController = <Task, R>(
+  options: ControllerOptions<Task, R>,
+): Effect.Effect<ControllerHandle, never, Scope.Scope | R | TaskWriter | EventRecorder> =>
+  Effect.gen(function* () {
+    const { kind, config, handlers } = options;
+    const writer = yield* TaskWriter;
+    const recorder = yield* EventRecorder;
+    const supported = Object.keys(handlers).sort();
+    const informer = yield* makeInformer({
+      kubeConfig: options.kubeConfig,
+      resource: kind.resource,
+      ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
+    });
+
+    // ---- memory that a restart loses (and the design survives losing) ----------------------------
+    const retry = new Map<string, RetryState>();
+    const outbox = new Map<string, KnownResult>();
+    const busy = new Map<string, Busy>();
+    const deferred = new Set<string>();
+    const groupLocks = new Map<string, string>();
+    const seenByPeers = new Map<string, string>();
+    const factsCache = new Map<
+      string,
+      { readonly resourceVersion: string; readonly facts: TaskFacts | undefined }
+    >();
+    const reasons = new TriggerReasons();
+    const calls = yield* FiberMap.make<string>();
+    const stats = { passes: 0, aborted: 0, handlerCalls: 0, writes: {} as Record<string, number> };
+    let runSerial = 0;
+
+    const factsOf = (object: KubeObject): TaskFacts | undefined => {
+      const cached = factsCache.get(object.metadata.uid);
+      if (cached !== undefined && cached.resourceVersion === object.metadata.resourceVersion)
+        return cached.facts;
+      const decoded = kind.decode(object);
+      const facts = decoded.ok ? kind.facts(decoded.task) : undefined;
+      factsCache.set(object.metadata.uid, { resourceVersion: object.metadata.resourceVersion, facts });
+      return facts;
+    };
+
+    const allFacts = (namespace: string): TaskFacts[] =>
+      informer.list(namespace).flatMap((object) => {
+        const facts = factsOf(object);
+        return facts === undefined ? [] : [facts];
+      });
+
+    // The queue is created below; `enqueue` is bound once it exists.
+    let enqueue: (key: string, reason: TriggerReason) => Effect.Effect<void> = () => Effect.void;
+
+    const unlock = (group: string | undefined, key: string): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        if (group !== undefined && groupLocks.get(group) === key) groupLocks.delete(group);
+        for (const waiting of [...deferred]) {
+          if (busy.has(waiting)) continue;
+          deferred.delete(waiting);
+          yield* enqueue(waiting, "deferred");
+        }
+      });
+
+    // ---- effects -------------------------------------------------------------------------------
+
+    const write = (running: Running, effect: TaskEffect): Effect.Effect<WriteOutcome> => {
+      const meta = running.object.metadata;
+      const target = {
+        name: meta.name,
+        namespace: meta.namespace,
+        uid: meta.uid,
+        resourceVersion: meta.resourceVersion,
+        finalizers: Array.isArray(meta.finalizers)
+          ? meta.finalizers.filter((f): f is string => typeof f === "string")
+          : [],
+      };
+      const performed: Effect.Effect<KubeObject | undefined, KubeError> | undefined =
+        effect._tag === "AddFinalizer"
+          ? writer.addFinalizer(target, effect.finalizer, effect.machineVersion)
+          : effect._tag === "PatchStatus"
+            ? writer.patchStatus(target, effect.patch)
+            : effect._tag === "DeleteTask"
+              ? writer.deleteTask(target)
+              : effect._tag === "RemoveFinalizer"
+                ? writer.removeFinalizer(target, effect.finalizer)
+                : undefined;
+      if (performed === undefined) return Effect.succeed("ok");
+      return performed.pipe(
+        Effect.map((result): WriteOutcome => {
+          stats.writes[effect._tag] = (stats.writes[effect._tag] ?? 0) + 1;
+          if (result === undefined) return "gone";
+          if (result.metadata.uid !== running.uid) return "gone";
+          running.object = result;
+          informer.upsert(result);
+          return "ok";
+        }),
+        Effect.catch((error: KubeError) =>
+          Effect.succeed<WriteOutcome>(error.reason === "NotFound" ? "gone" : { failed: error }),
+        ),
+      );
+    };
+
+    const callHandler = (running: Running, phase: Phase): Effect.Effect<PhaseOutcome, never, R> => {
+      const decoded = kind.decode(running.object);
+      if (!decoded.ok)
+        return Effect.succeed(defectOutcome(`task no longer decodes: ${decoded.failure.errors.join("; ")}`));
+      const facts = kind.facts(decoded.task);
+      const handler = handlers[facts.member];
+      if (handler === undefined) return Effect.succeed(defectOutcome(`no handler for ${facts.member}`));
+      stats.handlerCalls += 1;
+      return handler[phase](decoded.task).pipe(
+        Effect.catchCause((cause) =>
+          Effect.succeed(defectOutcome(Cause.pretty(cause).split("\n")[0] ?? "defect")),
+        ),
+      );
+    };
+
+    // ---- one pass --------------------------------------------------------------------------------
+
+    const finish = (running: Running, end: PassEnd): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis;
+        stats.passes += 1;
+        busy.delete(running.key);
+        const next = nextRetryState(retry.get(running.uid) ?? noRetry, end, now);
+        retry.set(running.uid, next);
+        if (end._tag === "RequeueAfter") {
+          reasons.timer(running.key, end.reason);
+          yield* queue.addAfter(running.key, Duration.millis(end.delayMs));
+        } else {
+          yield* queue.cancelAfter(running.key);
+        }
+        yield* Effect.logDebug("pass ended").pipe(
+          Effect.annotateLogs({
+            reconcileID: running.runId,
+            task: running.key,
+            end: end._tag,
+            reason: end.reason,
+          }),
+        );
+        yield* unlock(running.lockedGroup, running.key);
+      });
+
+    const abort = (running: Running, reason: string): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        stats.aborted += 1;
+        busy.delete(running.key);
+        if (running.unpersisted !== undefined) outbox.set(running.uid, running.unpersisted);
+        const previous = retry.get(running.uid) ?? noRetry;
+        retry.set(running.uid, { retries: previous.retries + 1 });
+        const delay = Math.min(
+          config.backoffCapMs,
+          config.backoffBaseMs * 2 ** Math.min(previous.retries, 40),
+        );
+        reasons.timer(running.key, "backoff");
+        yield* queue.addAfter(running.key, Duration.millis(Math.max(config.minRequeueMs, delay)));
+        yield* Effect.logWarning("pass aborted").pipe(
+          Effect.annotateLogs({ reconcileID: running.runId, task: running.key, reason }),
+        );
+        yield* unlock(running.lockedGroup, running.key);
+      });
+
+    const gone = (running: Running): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        busy.delete(running.key);
+        retry.delete(running.uid);
+        outbox.delete(running.uid);
+        yield* unlock(running.lockedGroup, running.key);
+      });
+
+    /** Performs effects until the pass ends, aborts, or hands a handler call to a fiber of its own. */
+    const drive = (running: Running, start: Pass): Effect.Effect<void, never, R> =>
+      Effect.gen(function* () {
+        let pass = start;
+        for (;;) {
+          const end = passEnd(pass);
+          if (end !== undefined) return yield* finish(running, end);
+          const effect = nextEffect(pass);
+          if (effect === undefined)
+            return yield* abort(running, "the pass ended without a requeue or await effect");
+          if (effect._tag === "RunPhase") {
+            const parked = pass;
+            busy.set(running.key, { uid: running.uid, phase: effect.phase });
+            // Admission stays serialised while Admit runs; once executing, the group is free.
+            if (effect.phase !== "admit") {
+              const group = running.lockedGroup;
+              running.lockedGroup = undefined;
+              yield* unlock(group, running.key);
+            }
+            const call = callHandler(running, effect.phase).pipe(
+              Effect.flatMap((outcome) =>
+                Effect.gen(function* () {
+                  const now = yield* Clock.currentTimeMillis;
+                  running.unpersisted = { phase: effect.phase, outcome };
+                  yield* drive(running, deliver(parked, effect.phase, outcome, now));
+                }),
+              ),
+            );
+            yield* FiberMap.run(calls, running.key, call);
+            return;
+          }
+          if (effect._tag === "RecordEvent") {
+            const meta = running.object.metadata;
+            yield* recorder.record(
+              {
+                name: meta.name,
+                namespace: meta.namespace,
+                uid: meta.uid,
+                resourceVersion: meta.resourceVersion,
+              },
+              { type: effect.eventType, reason: effect.reason, note: effect.note },
+            );
+            pass = advance(pass);
+            continue;
+          }
+          const written = yield* write(running, effect);
+          if (written === "gone") return yield* gone(running);
+          if (written !== "ok") return yield* abort(running, `${effect._tag}: ${written.failed.message}`);
+          if (
+            running.unpersisted !== undefined &&
+            (effect._tag === "PatchStatus" || effect._tag === "RemoveFinalizer")
+          ) {
+            running.unpersisted = undefined;
+          }
+          pass = advance(pass);
+        }
+      });
+
+    const reconcile = (key: string): Effect.Effect<void, never, R> =>
+      Effect.gen(function* () {
+        const trigger = reasons.take(key);
+        if (busy.has(key)) {
+          deferred.add(key);
+          return;
+        }
+        const [namespace, name] = splitKey(key);
+        const object = informer.get(namespace, name);
+        if (object === undefined) return;
+        const facts = factsOf(object);
+        if (facts === undefined) {
+          const decoded = kind.decode(object);
+          const errors = decoded.ok ? [] : decoded.failure.errors;
+          yield* Effect.logError("task does not decode; fix the object").pipe(
+            Effect.annotateLogs({ task: key, errors: errors.join("; ") }),
+          );
+          return;
+        }
+        const state = facts.status.state;
+        const admitting =
+          !isTerminal(state) && state !== "InProgress" && facts.metadata.deletionTimestamp === undefined;
+        const groupKey = facts.group === undefined ? undefined : `${namespace}/${facts.group}`;
+        if (admitting && groupKey !== undefined) {
+          const holder = groupLocks.get(groupKey);
+          if (holder !== undefined && holder !== key) {
+            deferred.add(key);
+            return;
+          }
+          groupLocks.set(groupKey, key);
+        }
+        const uid = facts.metadata.uid;
+        const known = outbox.get(uid);
+        outbox.delete(uid);
+        const retryState = retry.get(uid) ?? noRetry;
+        const now = yield* Clock.currentTimeMillis;
+        runSerial += 1;
+        const runId = `${now.toString(36)}-${runSerial.toString(36)}`;
+        const input: PassInput = {
+          task: observe(facts, supported),
+          peers: peersOf(facts, allFacts(namespace)),
+          now,
+          runId,
+          retries: retryState.retries,
+          ...(retryState.retryAt === undefined ? {} : { retryAt: retryState.retryAt }),
+          ...(known === undefined ? {} : { known }),
+          config,
+        };
+        const pass = startPass(input);
+        const running: Running = {
+          key,
+          uid,
+          runId,
+          object,
+          unpersisted: known !== undefined && pass.snapshot.context.replayed ? known : undefined,
+          lockedGroup: admitting ? groupKey : undefined,
+          started: now,
+        };
+        yield* Effect.logDebug("pass").pipe(
+          Effect.annotateLogs({
+            reconcileID: runId,
+            task: key,
+            trigger,
+            transitions: pass.transitions.map((t) => `${t.from} -[${t.event}]-> ${t.to}`).join(", "),
+          }),
+        );
+        yield* drive(running, pass);
+      }).pipe(Effect.withLogSpan("reconcile"));
+
+    const queue = yield* makeWorkQueue({ concurrency: options.concurrency, process: reconcile });
+    enqueue = (key, reason) => {
+      reasons.note(key, reason);
+      return queue.add(key);
+    };
+
+    // ---- what triggers passes ------------------------------------------------------------------
+
+    /** A task's deletion cancels its Admit or Execute call: the result would be for nobody. */
+    const cancelCall = (key: string, uid: string): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        const call = busy.get(key);
+        if (call === undefined || call.uid !== uid || call.phase === "cleanup") return;
+        busy.delete(key);
+        yield* FiberMap.remove(calls, key);
+        for (const [group, holder] of groupLocks) if (holder === key) yield* unlock(group, key);
+        yield* enqueue(key, "object changed");
+      });
+
+    yield* informer.changes.pipe(
+      Stream.runForEach((change) =>
+        Effect.gen(function* () {
+          const object = change.object;
+          const key = objectKey(object.metadata.namespace, object.metadata.name);
+          const facts = factsOf(object);
+          if (change.type === "DELETED" || object.metadata.deletionTimestamp !== undefined) {
+            yield* cancelCall(key, object.metadata.uid);
+          }
+          if (change.type === "DELETED") factsCache.delete(object.metadata.uid);
+          else yield* enqueue(key, change.type === "ADDED" ? "object added" : "object changed");
+          if (facts?.group === undefined) return;
+          // What peers' admission reads of this task: its state and whether it is being deleted.
+          const signature = `${facts.status.state ?? "-"}|${object.metadata.deletionTimestamp === undefined ? "" : "deleting"}`;
+          const changed = change.type !== "MODIFIED" || seenByPeers.get(object.metadata.uid) !== signature;
+          seenByPeers.set(object.metadata.uid, signature);
+          if (change.type === "DELETED") seenByPeers.delete(object.metadata.uid);
+          if (!changed) return;
+          for (const peer of allFacts(object.metadata.namespace)) {
+            if (
+              peer.group === facts.group &&
+              peer.metadata.uid !== object.metadata.uid &&
+              !isTerminal(peer.status.state)
+            ) {
+              yield* enqueue(objectKey(peer.metadata.namespace, peer.metadata.name), "peer changed");
+            }
+          }
+        }),
+      ),
+      Effect.forkScoped,
+    );
+
+    if (options.groupResource !== undefined) {
+      const groups = yield* makeInformer({
+        kubeConfig: options.kubeConfig,
+        resource: options.groupResource,
+        ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
+      });
+      yield* groups.changes.pipe(
+        Stream.runForEach((change) =>
+          Effect.forEach(
+            allFacts(change.object.metadata.namespace).filter(
+              (task) => task.group === change.object.metadata.name && !isTerminal(task.status.state),
+            ),
+            (task) =>
+              enqueue(objectKey(task.metadata.namespace, task.metadata.name), "related object changed"),
+            { discard: true },
+          ),
+        ),
+        Effect.forkScoped,
+      );
+    }
+
+    // Level-triggered safety net: re-derive every task's next step now and then.
+    yield* Effect.gen(function* () {
+      yield* informer.synced;
+      for (const object of informer.list()) {
+        yield* enqueue(objectKey(object.metadata.namespace, object.metadata.name), "resync");
+      }
+    }).pipe(
+      Effect.repeat(Schedule.spaced(options.resyncInterval ?? Duration.minutes(10))),
+      Effect.forkScoped,
+    );
+
+    return {
+      synced: informer.synced,
+      stats: () => ({ ...stats, writes: { ...stats.writes }, inFlightCalls: busy.size }),
+    };
+  });

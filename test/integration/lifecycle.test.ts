@@ -1,0 +1,288 @@
+/**
+ * The whole task lifecycle on a real kube-apiserver + etcd with etcd-druid's CRDs, run by the real
+ * controller with scripted (stub) handlers. Timing budgets are druid's (contract §0).
+ */
+import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TaskStatus } from "../../src/api/status.ts";
+import { createTestNamespace, druidCrds, useControlPlane } from "../support/cluster.ts";
+import { type RunningController, scriptedHandlers, startController } from "../support/controller.ts";
+
+const cluster = useControlPlane({ crds: druidCrds });
+const group = { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcdopstasks" };
+const finalizer = "druid.gardener.cloud/etcd-ops-task";
+
+interface Task {
+  metadata: {
+    name: string;
+    uid: string;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+    labels?: Record<string, string>;
+  };
+  status?: TaskStatus;
+}
+
+const waitFor = async <A>(
+  what: string,
+  probe: () => Promise<A | undefined>,
+  timeoutMs = 30_000,
+  everyMs = 100,
+): Promise<A> => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+};
+
+describe("task lifecycle against a real API server", () => {
+  let kc: KubeConfig;
+  let api: CustomObjectsApi;
+  let namespace: string;
+  let controller: RunningController;
+  const handlers = scriptedHandlers();
+
+  const create = (name: string, etcdName = "etcd-a", ttl = 2) =>
+    api.createNamespacedCustomObject({
+      ...group,
+      namespace,
+      body: {
+        apiVersion: "druid.gardener.cloud/v1alpha1",
+        kind: "EtcdOpsTask",
+        metadata: { name, namespace },
+        spec: {
+          etcdName,
+          ttlSecondsAfterFinished: ttl,
+          config: { onDemandSnapshot: { type: "full", timeoutSecondsFull: 150 } },
+        },
+      },
+    });
+  const read = async (name: string): Promise<Task | undefined> => {
+    try {
+      return (await api.getNamespacedCustomObject({ ...group, namespace, name })) as Task;
+    } catch {
+      return undefined;
+    }
+  };
+  const stateOf = (name: string, state: string) =>
+    waitFor(`${name} to be ${state}`, async () => {
+      const task = await read(name);
+      return task?.status?.state === state ? task : undefined;
+    });
+  const goneOf = (name: string, timeoutMs = 15_000) =>
+    waitFor(
+      `${name} to be gone`,
+      async () => ((await read(name)) === undefined ? true : undefined),
+      timeoutMs,
+    );
+
+  beforeAll(async () => {
+    kc = cluster().makeKubeConfig();
+    api = kc.makeApiClient(CustomObjectsApi);
+    namespace = await createTestNamespace(kc, "lifecycle");
+    controller = await startController(kc, handlers.registry, {}, namespace);
+  });
+  afterAll(async () => {
+    await controller?.stop();
+  });
+
+  it("runs a task to Succeeded with druid's texts, and deletes it after its TTL", async () => {
+    await create("happy", "etcd-happy", 2);
+    const withFinalizer = await waitFor(
+      "the finalizer",
+      async () => {
+        const task = await read("happy");
+        return task?.metadata.finalizers?.includes(finalizer) ? task : undefined;
+      },
+      5_000,
+    );
+    expect(withFinalizer.metadata.finalizers).toContain(finalizer);
+    const done = await stateOf("happy", "Succeeded");
+    expect(done.status?.lastOperation).toMatchObject({
+      type: "Execution",
+      state: "Completed",
+      description: "Snapshot created successfully",
+    });
+    expect(done.status?.startedAt).toBeDefined();
+    const terminalSeen = Date.now();
+    await goneOf("happy", 2_000 + 5_000);
+    expect(Date.now() - terminalSeen).toBeLessThan(7_000);
+  });
+
+  it("rejects a second task for the same etcd while the first runs (ERR_DUPLICATE_TASK)", async () => {
+    handlers.scripts.set("dup-first", { execute: [{ hang: true }] });
+    await create("dup-first", "etcd-dup", 3600);
+    await stateOf("dup-first", "InProgress");
+    await create("dup-second", "etcd-dup", 2);
+    const rejected = await stateOf("dup-second", "Rejected");
+    expect(rejected.status?.lastErrors?.[0]?.code).toBe("ERR_DUPLICATE_TASK");
+    expect(rejected.status?.startedAt).toBeUndefined();
+    await api.deleteNamespacedCustomObject({ ...group, namespace, name: "dup-first" });
+    await goneOf("dup-first");
+    expect(handlers.calls.find((c) => c.task === "dup-first" && c.phase === "execute")?.interrupted).toBe(
+      true,
+    );
+  });
+
+  it("ends Failed when Execute fails, with the error recorded", async () => {
+    handlers.scripts.set("fails", {
+      execute: [
+        {
+          outcome: {
+            kind: "failed",
+            description: "Failed to create snapshot",
+            error: {
+              code: "ERR_CREATE_SNAPSHOT",
+              message: "failed to create snapshot",
+              cause: "failed to create snapshot, status code: 500",
+            },
+          },
+        },
+      ],
+    });
+    await create("fails", "etcd-fails", 3600);
+    const failed = await stateOf("fails", "Failed");
+    expect(failed.status?.lastErrors?.at(-1)?.description).toBe(
+      "[Operation: Execution, Code: ERR_CREATE_SNAPSHOT] message: failed to create snapshot, cause: failed to create snapshot, status code: 500",
+    );
+  });
+
+  it("retries transient errors with backoff, then succeeds keeping the errors", async () => {
+    const transient = {
+      outcome: {
+        kind: "retry",
+        description: "Failed to execute HTTP request",
+        error: {
+          code: "ERR_EXECUTE_HTTP_REQUEST",
+          message: "failed to execute HTTP request",
+          cause: "connection refused",
+        },
+      },
+    } as const;
+    handlers.scripts.set("flaky", { execute: [transient, transient, transient] });
+    await create("flaky", "etcd-flaky", 3600);
+    const done = await stateOf("flaky", "Succeeded");
+    expect(done.status?.lastErrors?.map((e) => e.code)).toEqual([
+      "ERR_EXECUTE_HTTP_REQUEST",
+      "ERR_EXECUTE_HTTP_REQUEST",
+      "ERR_EXECUTE_HTTP_REQUEST",
+    ]);
+    expect(handlers.calls.filter((c) => c.task === "flaky" && c.phase === "execute")).toHaveLength(4);
+  });
+
+  it("does not repeat a handler call when a label is edited during it", async () => {
+    handlers.scripts.set("labelled", { execute: [{ hang: true }] });
+    await create("labelled", "etcd-labelled", 3600);
+    await stateOf("labelled", "InProgress");
+    await api.patchNamespacedCustomObject({
+      ...group,
+      namespace,
+      name: "labelled",
+      body: [{ op: "add", path: "/metadata/labels", value: { edited: "yes" } }],
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(handlers.calls.filter((c) => c.task === "labelled" && c.phase === "execute")).toHaveLength(1);
+    await api.deleteNamespacedCustomObject({ ...group, namespace, name: "labelled" });
+    await goneOf("labelled");
+  });
+
+  for (const [state, plan] of [
+    ["Pending", { admit: [{ hang: true } as const] }],
+    ["InProgress", { execute: [{ hang: true } as const] }],
+    ["Succeeded", {}],
+  ] as const) {
+    it(`removes a task deleted by the user while ${state}, within 15 s`, async () => {
+      const name = `delete-${state.toLowerCase()}`;
+      handlers.scripts.set(name, Object.fromEntries(Object.entries(plan).map(([k, v]) => [k, [...v]])));
+      await create(name, `etcd-${name}`, 3600);
+      if (state === "Pending") {
+        await waitFor("the admit call", async () =>
+          handlers.calls.some((c) => c.task === name && c.phase === "admit") ? true : undefined,
+        );
+      } else {
+        await stateOf(name, state);
+      }
+      await api.deleteNamespacedCustomObject({ ...group, namespace, name });
+      await goneOf(name, 15_000);
+    });
+  }
+
+  it("keeps a foreign finalizer and removes only its own", async () => {
+    await create("foreign", "etcd-foreign", 3600);
+    const done = await stateOf("foreign", "Succeeded");
+    expect(done.metadata.finalizers).toEqual([finalizer]);
+    await api.patchNamespacedCustomObject({
+      ...group,
+      namespace,
+      name: "foreign",
+      body: [{ op: "add", path: "/metadata/finalizers/-", value: "example.com/keep" }],
+    });
+    await api.deleteNamespacedCustomObject({ ...group, namespace, name: "foreign" });
+    const held = await waitFor("our finalizer to go", async () => {
+      const task = await read("foreign");
+      return task !== undefined && !task.metadata.finalizers?.includes(finalizer) ? task : undefined;
+    });
+    expect(held.metadata.finalizers).toEqual(["example.com/keep"]);
+    expect(held.status?.lastOperation).toMatchObject({ type: "Cleanup", state: "Completed" });
+    await api.patchNamespacedCustomObject({
+      ...group,
+      namespace,
+      name: "foreign",
+      body: [{ op: "remove", path: "/metadata/finalizers/0" }],
+    });
+    await goneOf("foreign");
+  });
+
+  it("resumes after a controller restart mid-task, without repeating a persisted result", async () => {
+    handlers.scripts.set("restart", { execute: [{ hang: true }] });
+    await create("restart", "etcd-restart", 3600);
+    await stateOf("restart", "InProgress");
+    await controller.stop();
+    controller = await startController(kc, handlers.registry, {}, namespace);
+    await stateOf("restart", "Succeeded");
+    const calls = handlers.calls.filter((c) => c.task === "restart");
+    expect(calls.filter((c) => c.phase === "admit")).toHaveLength(1);
+    expect(calls.filter((c) => c.phase === "execute")).toHaveLength(2);
+  });
+
+  it("admits exactly the oldest of tasks created together (reject policy)", async () => {
+    // "Together" means the controller first sees them at once: created while it is down.
+    await controller.stop();
+    for (const name of ["sim-c", "sim-a", "sim-b"]) handlers.scripts.set(name, { execute: [{ hang: true }] });
+    await Promise.all(["sim-c", "sim-a", "sim-b"].map((name) => create(name, "etcd-sim", 3600)));
+    controller = await startController(kc, handlers.registry, {}, namespace);
+    await stateOf("sim-b", "Rejected");
+    await stateOf("sim-c", "Rejected");
+    await stateOf("sim-a", "InProgress");
+    for (const name of ["sim-a", "sim-b", "sim-c"])
+      await api.deleteNamespacedCustomObject({ ...group, namespace, name });
+    for (const name of ["sim-a", "sim-b", "sim-c"]) await goneOf(name);
+  });
+
+  it("runs tasks created together one after another, in creation order (queue policy)", async () => {
+    await controller.stop();
+    const names = ["q-c", "q-a", "q-b"];
+    for (const name of names) handlers.scripts.set(name, { execute: [{ hang: true }] });
+    await Promise.all(names.map((name) => create(name, "etcd-queue", 3600)));
+    controller = await startController(kc, handlers.registry, { duplicatePolicy: "queue" }, namespace);
+    const started: string[] = [];
+    for (const name of ["q-a", "q-b", "q-c"]) {
+      await stateOf(name, "InProgress");
+      started.push(name);
+      const waiting = await Promise.all(names.filter((n) => !started.includes(n)).map(read));
+      for (const task of waiting) {
+        expect(task?.status?.state).toBe("Pending");
+        expect(task?.status?.lastOperation?.description).toBe(
+          `Waiting for EtcdOpsTask ${name} on the same etcd to finish`,
+        );
+      }
+      // Ending the running task (a delete interrupts its hanging call) lets the next one in.
+      await api.deleteNamespacedCustomObject({ ...group, namespace, name });
+      await goneOf(name);
+    }
+    expect(started).toEqual(["q-a", "q-b", "q-c"]);
+  });
+});

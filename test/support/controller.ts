@@ -1,0 +1,102 @@
+/**
+ * Runs the real controller (src/runtime/controller.ts) against a control plane inside a test, with
+ * scripted handlers, and gives the test a way to stop it (a crash, or a graceful stop).
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import { Effect, Exit, Layer, Logger, References, Scope } from "effect";
+import type { EtcdOpsTask } from "../../src/api/etcdopstask.ts";
+import { etcdOpsTaskKind } from "../../src/api/etcdopstask-kind.ts";
+import type { HandlerRegistry, TaskHandler } from "../../src/handlers/handler.ts";
+import { kubernetesLayer } from "../../src/interpreters/kubernetes/layer.ts";
+import type { LifecycleConfig, Phase, PhaseOutcome } from "../../src/machine/types.ts";
+import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
+import { type ControllerHandle, runController } from "../../src/runtime/controller.ts";
+
+/** What a scripted handler does on one call. */
+export type Step = { readonly outcome: PhaseOutcome } | { readonly hang: true } | { readonly throws: string };
+
+export interface CallRecord {
+  readonly task: string;
+  readonly uid: string;
+  readonly phase: Phase;
+  readonly at: number;
+  interrupted: boolean;
+}
+
+/** Handlers whose calls follow per-task scripts (by task name); unscripted calls complete. */
+export const scriptedHandlers = () => {
+  const scripts = new Map<string, Partial<Record<Phase, Step[]>>>();
+  const calls: CallRecord[] = [];
+  const texts: Record<Phase, string> = {
+    admit: "Admit check passed",
+    execute: "Snapshot created successfully",
+    cleanup: "Cleanup completed",
+  };
+  const phase =
+    (name: Phase) =>
+    (task: EtcdOpsTask): Effect.Effect<PhaseOutcome> => {
+      const record: CallRecord = {
+        task: task.metadata.name,
+        uid: task.metadata.uid,
+        phase: name,
+        at: Date.now(),
+        interrupted: false,
+      };
+      calls.push(record);
+      const step = scripts.get(task.metadata.name)?.[name]?.shift();
+      if (step === undefined) return Effect.succeed({ kind: "completed", description: texts[name] });
+      if ("hang" in step)
+        return Effect.never.pipe(
+      if ("hang" in step) {
+        const interrupted = Effect.sync(() => {
+          record.interrupted = true;
+        });
+        return Effect.never.pipe(Effect.onInterrupt(() => interrupted));
+      }
+        );
+      if ("throws" in step) return Effect.die(new Error(step.throws));
+      return Effect.succeed(step.outcome);
+    };
+  const handler: TaskHandler<EtcdOpsTask> = {
+    admit: phase("admit"),
+    execute: phase("execute"),
+    cleanup: phase("cleanup"),
+  };
+  const registry: HandlerRegistry<EtcdOpsTask> = { onDemandSnapshot: handler };
+  return { registry, scripts, calls };
+};
+
+export interface RunningController {
+  readonly handle: ControllerHandle;
+  readonly stop: () => Promise<void>;
+}
+
+/** Starts the controller; `stop()` closes its scope (interrupting calls in flight, like a crash of the process). */
+export const startController = async (
+  kubeConfig: KubeConfig,
+  registry: HandlerRegistry<EtcdOpsTask>,
+  overrides: Partial<LifecycleConfig> = {},
+  namespace?: string,
+): Promise<RunningController> => {
+  const scope = Scope.makeUnsafe();
+  const layer = Layer.mergeAll(
+    kubernetesLayer({ kubeConfig, resource: etcdOpsTaskKind.resource }),
+    Logger.layer([]),
+  );
+  const program = runController({
+    kind: etcdOpsTaskKind,
+    handlers: registry,
+    config: lifecycleConfig(etcdOpsTaskKind, { requeueIntervalMs: 5_000, backoffCapMs: 5_000, ...overrides }),
+    kubeConfig,
+    concurrency: 3,
+    groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
+    ...(namespace === undefined ? {} : { namespace }),
+  }).pipe(
+    Effect.tap((handle) => handle.synced),
+    Effect.provide(layer),
+    Effect.provideService(References.MinimumLogLevel, "Warn"),
+    Scope.provide(scope),
+  );
+  const handle = await Effect.runPromise(program);
+  return { handle, stop: () => Effect.runPromise(Scope.close(scope, Exit.void)) };
+};
