@@ -45,15 +45,12 @@ export const scriptedHandlers = () => {
       calls.push(record);
       const step = scripts.get(task.metadata.name)?.[name]?.shift();
       if (step === undefined) return Effect.succeed({ kind: "completed", description: texts[name] });
-      if ("hang" in step)
-        return Effect.never.pipe(
       if ("hang" in step) {
         const interrupted = Effect.sync(() => {
           record.interrupted = true;
         });
         return Effect.never.pipe(Effect.onInterrupt(() => interrupted));
       }
-        );
       if ("throws" in step) return Effect.die(new Error(step.throws));
       return Effect.succeed(step.outcome);
     };
