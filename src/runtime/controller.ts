@@ -23,6 +23,7 @@ import type { HandlerRegistry } from "../handlers/handler.ts";
 import type { KubeError } from "../interpreters/kubernetes/errors.ts";
 import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { type KubeObject, objectKey } from "../interpreters/kubernetes/object.ts";
+import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
 import type { KnownResult, LifecycleConfig, PassInput, Phase, PhaseOutcome } from "../machine/types.ts";
 import { defectOutcome } from "../reconcile/handler-defect.ts";
@@ -49,6 +50,8 @@ export interface ControllerOptions<Task, R> {
    * unfinished tasks of its group in its namespace.
    */
   readonly groupResource?: Pick<ResourceRef, "group" | "version" | "plural">;
+  /** Where the informers count their LIST and WATCH requests (share the writer's to see every request). */
+  readonly counter?: RequestCounter;
 }
 
 /** What the controller exposes while it runs. */
@@ -101,6 +104,7 @@ export const runController = <Task, R>(
     const informer = yield* makeInformer({
       kubeConfig: options.kubeConfig,
       resource: kind.resource,
+      ...(options.counter === undefined ? {} : { counter: options.counter }),
       ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
     });
 
@@ -438,6 +442,7 @@ export const runController = <Task, R>(
       const groups = yield* makeInformer({
         kubeConfig: options.kubeConfig,
         resource: options.groupResource,
+        ...(options.counter === undefined ? {} : { counter: options.counter }),
         ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
       });
       yield* groups.changes.pipe(

@@ -8,6 +8,7 @@ import type { EtcdOpsTask } from "../../src/api/etcdopstask.ts";
 import { etcdOpsTaskKind } from "../../src/api/etcdopstask-kind.ts";
 import type { HandlerRegistry, TaskHandler } from "../../src/handlers/handler.ts";
 import { kubernetesLayer } from "../../src/interpreters/kubernetes/layer.ts";
+import { RequestCounter } from "../../src/interpreters/kubernetes/request-metrics.ts";
 import type { LifecycleConfig, Phase, PhaseOutcome } from "../../src/machine/types.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
 import { type ControllerHandle, runController } from "../../src/runtime/controller.ts";
@@ -65,6 +66,8 @@ export const scriptedHandlers = () => {
 
 export interface RunningController {
   readonly handle: ControllerHandle;
+  /** Every API request the controller made, by verb and code. */
+  readonly counter: RequestCounter;
   readonly stop: () => Promise<void>;
 }
 
@@ -76,8 +79,9 @@ export const startController = async (
   namespace?: string,
 ): Promise<RunningController> => {
   const scope = Scope.makeUnsafe();
+  const counter = new RequestCounter();
   const layer = Layer.mergeAll(
-    kubernetesLayer({ kubeConfig, resource: etcdOpsTaskKind.resource }),
+    kubernetesLayer({ kubeConfig, resource: etcdOpsTaskKind.resource, counter }),
     Logger.layer([]),
   );
   const program = runController({
@@ -86,6 +90,7 @@ export const startController = async (
     config: lifecycleConfig(etcdOpsTaskKind, { requeueIntervalMs: 5_000, backoffCapMs: 5_000, ...overrides }),
     kubeConfig,
     concurrency: 3,
+    counter,
     groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
     ...(namespace === undefined ? {} : { namespace }),
   }).pipe(
@@ -95,5 +100,5 @@ export const startController = async (
     Scope.provide(scope),
   );
   const handle = await Effect.runPromise(program);
-  return { handle, stop: () => Effect.runPromise(Scope.close(scope, Exit.void)) };
+  return { handle, counter, stop: () => Effect.runPromise(Scope.close(scope, Exit.void)) };
 };
