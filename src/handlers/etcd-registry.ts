@@ -1,0 +1,36 @@
+/**
+ * The handlers of opstask's EtcdOpsTask controller, by config member, and the services they run on.
+ * A member without a handler here is Rejected with ERR_UNSUPPORTED_TASK (and stays deletable).
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import { Layer } from "effect";
+import type { EtcdOpsTask } from "../api/etcdopstask.ts";
+import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
+import { nodeBackupRestoreHttpLayer, type ResolveOverride } from "./backup-restore-http-node.ts";
+import type { HandlerRegistry } from "./handler.ts";
+import { kubernetesObjectReaderLayer } from "./object-reader-kubernetes.ts";
+import { onDemandSnapshotHandler } from "./on-demand-snapshot/handler.ts";
+import type { BackupRestoreHttp, ObjectReader } from "./services.ts";
+
+export const etcdHandlers: HandlerRegistry<EtcdOpsTask, ObjectReader | BackupRestoreHttp> = {
+  onDemandSnapshot: onDemandSnapshotHandler,
+};
+
+export interface EtcdHandlerLayerOptions {
+  readonly kubeConfig: KubeConfig;
+  /** curl-style `--resolve` rules: where to dial the backup-restore sidecars (verification unchanged). */
+  readonly resolve?: ReadonlyArray<ResolveOverride>;
+  readonly counter?: RequestCounter;
+}
+
+/** The services the etcd handlers need, on a real cluster. */
+export const etcdHandlerLayer = (
+  options: EtcdHandlerLayerOptions,
+): Layer.Layer<ObjectReader | BackupRestoreHttp> =>
+  Layer.mergeAll(
+    kubernetesObjectReaderLayer({
+      kubeConfig: options.kubeConfig,
+      ...(options.counter === undefined ? {} : { counter: options.counter }),
+    }),
+    nodeBackupRestoreHttpLayer({ resolve: options.resolve ?? [] }),
+  );
