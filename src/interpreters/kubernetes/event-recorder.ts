@@ -1,0 +1,115 @@
+/**
+ * Kubernetes Events (`events.k8s.io/v1`) about a task. Best effort, as in client-go's recorder: one
+ * attempt, a failure is logged and never fails (or delays beyond the request timeout) the pass.
+ */
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { EventsV1Api, type EventsV1Event, type KubeConfig, V1MicroTime } from "@kubernetes/client-node";
+import { Context, Duration, Effect } from "effect";
+import type { EventType } from "../../effects/task-effect.ts";
+import type { ResourceRef } from "../../reconcile/task-kind.ts";
+import { kubeRequest } from "./client.ts";
+import type { RequestCounter } from "./request-metrics.ts";
+
+/** The object an event is about (the task as last read). */
+export interface EventSubject {
+  readonly name: string;
+  readonly namespace: string;
+  readonly uid: string;
+  readonly resourceVersion: string;
+}
+
+export interface TaskEvent {
+  readonly type: EventType;
+  /** Machine-readable, CamelCase (≤ 128 characters). */
+  readonly reason: string;
+  /** Human-readable (truncated to 1 kB, the API's limit). */
+  readonly note: string;
+  /** What was done or failed (≤ 128 characters); defaults to `reason`. */
+  readonly action?: string;
+}
+
+export class EventRecorder extends Context.Service<
+  EventRecorder,
+  { record(subject: EventSubject, event: TaskEvent): Effect.Effect<void> }
+>()("opstask/kubernetes/EventRecorder") {}
+
+export interface EventRecorderOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly resource: ResourceRef;
+  readonly counter: RequestCounter;
+  /** `reportingController` (default "opstask"). */
+  readonly reportingController?: string;
+  /** `reportingInstance` (default: the host name, i.e. the pod name in a cluster). */
+  readonly reportingInstance?: string;
+  readonly requestTimeout?: Duration.Input;
+}
+
+const maxNoteBytes = 1024;
+
+/**
+ * `<object>.<hex time><hex random>`, like client-go's `<object>.<hex nanoseconds>` (a `generateName` of
+ * `<object>.` is refused: it must itself be a valid name), cut to the 253 characters a name may have.
+ */
+const eventName = (object: string): string => {
+  const suffix = `${Date.now().toString(16)}${randomBytes(4).toString("hex")}`;
+  return `${object.slice(0, 253 - suffix.length - 1)}.${suffix}`;
+};
+
+/** Cuts `text` to at most `bytes` UTF-8 bytes without splitting a character. */
+export const truncateUtf8 = (text: string, bytes: number): string => {
+  if (Buffer.byteLength(text, "utf8") <= bytes) return text;
+  let out = "";
+  let size = 0;
+  for (const char of text) {
+    const next = Buffer.byteLength(char, "utf8");
+    if (size + next > bytes - 3) break;
+    out += char;
+    size += next;
+  }
+  return `${out}…`;
+};
+
+export const makeEventRecorder = (options: EventRecorderOptions): EventRecorder["Service"] => {
+  const api = options.kubeConfig.makeApiClient(EventsV1Api);
+  const settings = { counter: options.counter, timeout: options.requestTimeout ?? Duration.seconds(10) };
+  const reportingController = options.reportingController ?? "opstask";
+  const reportingInstance = options.reportingInstance ?? hostname();
+  const { group, version, kind } = options.resource;
+
+  return EventRecorder.of({
+    record: (subject, event) => {
+      const body: EventsV1Event = {
+        apiVersion: "events.k8s.io/v1",
+        kind: "Event",
+        metadata: { name: eventName(subject.name), namespace: subject.namespace },
+        eventTime: new V1MicroTime(),
+        reportingController,
+        reportingInstance,
+        action: (event.action ?? event.reason).slice(0, 128),
+        reason: event.reason.slice(0, 128),
+        note: truncateUtf8(event.note, maxNoteBytes),
+        type: event.type,
+        regarding: {
+          apiVersion: `${group}/${version}`,
+          kind,
+          name: subject.name,
+          namespace: subject.namespace,
+          uid: subject.uid,
+          resourceVersion: subject.resourceVersion,
+        },
+      };
+      return kubeRequest(settings, "create", (clientOptions) =>
+        api.createNamespacedEventWithHttpInfo({ namespace: subject.namespace, body }, clientOptions),
+      ).pipe(
+        Effect.asVoid,
+        Effect.catch((error) =>
+          Effect.logWarning(
+            `event ${event.reason} on ${subject.namespace}/${subject.name} not recorded: ${error.code} ${error.reason}: ${error.message}`,
+          ),
+        ),
+        Effect.withSpan("EventRecorder.record"),
+      );
+    },
+  });
+};

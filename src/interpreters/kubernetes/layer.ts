@@ -1,0 +1,53 @@
+/**
+ * The Kubernetes side of the interpreter as one Layer: `TaskWriter`, `EventRecorder` and the request
+ * counter they share (`KubeRequests`, to be exported as Prometheus metrics), built from a KubeConfig.
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import { Context, type Duration, Layer } from "effect";
+import type { ResourceRef } from "../../reconcile/task-kind.ts";
+import { EventRecorder, makeEventRecorder } from "./event-recorder.ts";
+import { RequestCounter } from "./request-metrics.ts";
+import { makeTaskWriter, type RetryPolicy, TaskWriter } from "./task-writer.ts";
+
+/** API requests by verb and code, counted at the client (retries included). */
+export class KubeRequests extends Context.Service<KubeRequests, RequestCounter>()(
+  "opstask/kubernetes/KubeRequests",
+) {}
+
+export interface KubernetesLayerOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly resource: ResourceRef;
+  /** Share a counter with other clients (e.g. the informer); default: a new one. */
+  readonly counter?: RequestCounter;
+  readonly retry?: RetryPolicy;
+  readonly requestTimeout?: Duration.Input;
+  readonly reportingController?: string;
+  readonly reportingInstance?: string;
+}
+
+export const kubernetesLayer = (
+  options: KubernetesLayerOptions,
+): Layer.Layer<TaskWriter | EventRecorder | KubeRequests> => {
+  const counter = options.counter ?? new RequestCounter();
+  const common = {
+    kubeConfig: options.kubeConfig,
+    resource: options.resource,
+    counter,
+    ...(options.requestTimeout === undefined ? {} : { requestTimeout: options.requestTimeout }),
+  };
+  return Layer.mergeAll(
+    Layer.succeed(KubeRequests, counter),
+    Layer.sync(TaskWriter, () =>
+      makeTaskWriter({ ...common, ...(options.retry === undefined ? {} : { retry: options.retry }) }),
+    ),
+    Layer.sync(EventRecorder, () =>
+      makeEventRecorder({
+        ...common,
+        ...(options.reportingController === undefined
+          ? {}
+          : { reportingController: options.reportingController }),
+        ...(options.reportingInstance === undefined ? {} : { reportingInstance: options.reportingInstance }),
+      }),
+    ),
+  );
+};

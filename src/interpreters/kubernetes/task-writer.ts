@@ -1,0 +1,189 @@
+/**
+ * The four writes a reconcile pass makes to its task, each exactly as the memory interpreter models them
+ * (src/interpreters/memory/controller.ts `#write`):
+ *
+ * - `addFinalizer`: JSON merge patch of metadata carrying `resourceVersion` (a precondition: 409 if the
+ *   object changed since it was read, so a foreign finalizer added meanwhile is never dropped by the
+ *   list replacement), the finalizer list with ours appended, and the machine-version annotation;
+ * - `patchStatus`: JSON merge patch `{status}` of the status subresource with **no** precondition: we are
+ *   the only status writer, and a label edit must not turn into a conflict (design-traps 2);
+ * - `deleteTask`: DELETE with a UID precondition, so a re-created namesake is never deleted;
+ * - `removeFinalizer`: like `addFinalizer`, with the list minus ours (foreign finalizers kept).
+ *
+ * Transient failures (network, timeouts, 429, 5xx) are retried with a jittered exponential schedule; a
+ * Conflict or NotFound comes back at once: the caller decides (re-read, drop, re-apply the result).
+ */
+import { CustomObjectsApi, type KubeConfig, PatchStrategy } from "@kubernetes/client-node";
+import { Context, Duration, Effect, Schedule } from "effect";
+import { machineVersionAnnotation, type ResourceRef } from "../../reconcile/task-kind.ts";
+import { kubeRequest, type RequestSettings } from "./client.ts";
+import { isRetryable, KubeError } from "./errors.ts";
+import { finalizersOf, isKubeObject, type KubeObject } from "./object.ts";
+import type { RequestCounter, Verb } from "./request-metrics.ts";
+
+/** The object a write is about, as last read (TaskMeta from task-kind.ts fits). */
+export interface WriteTarget {
+  readonly name: string;
+  readonly namespace: string;
+  readonly uid: string;
+  readonly resourceVersion: string;
+  readonly finalizers?: ReadonlyArray<string>;
+}
+
+/** The status fields to change; `null` removes a field (RFC 7386). */
+export type StatusMergePatch = { readonly [field: string]: unknown };
+
+export class TaskWriter extends Context.Service<
+  TaskWriter,
+  {
+    /** Appends `finalizer` (kept once) and stamps the machine version; 409 Conflict if the object changed. */
+    addFinalizer(
+      target: WriteTarget,
+      finalizer: string,
+      machineVersion: number,
+    ): Effect.Effect<KubeObject, KubeError>;
+    /** Merge-patches the status subresource; never a conflict. */
+    patchStatus(target: WriteTarget, patch: StatusMergePatch): Effect.Effect<KubeObject, KubeError>;
+    /**
+     * Deletes the object with this UID: the object as it stands afterwards (finalizers pending), or
+     * `undefined` when it is gone (removed now, or already: 404, or the name now belongs to another UID: 409).
+     */
+    deleteTask(target: WriteTarget): Effect.Effect<KubeObject | undefined, KubeError>;
+    /** Removes `finalizer`, keeping any other; 409 Conflict if the object changed. */
+    removeFinalizer(target: WriteTarget, finalizer: string): Effect.Effect<KubeObject, KubeError>;
+  }
+>()("opstask/kubernetes/TaskWriter") {}
+
+export interface RetryPolicy {
+  /** First delay before jitter (default 100 ms); doubles per attempt. */
+  readonly base: Duration.Input;
+  /** Longest delay before jitter (default 5 s). */
+  readonly cap: Duration.Input;
+  /** Retries after the first attempt (default 4). */
+  readonly retries: number;
+}
+
+export const defaultRetryPolicy: RetryPolicy = { base: "100 millis", cap: "5 seconds", retries: 4 };
+
+/** Capped exponential backoff with jitter, only while the error is retryable. */
+export const retrySchedule = (policy: RetryPolicy) =>
+  Schedule.min([Schedule.exponential(policy.base), Schedule.spaced(policy.cap)]).pipe(
+    Schedule.jittered,
+    Schedule.upTo({ times: policy.retries }),
+    Schedule.setInputType<KubeError>(),
+    Schedule.while(({ input }) => isRetryable(input)),
+  );
+
+export interface TaskWriterOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly resource: ResourceRef;
+  readonly counter: RequestCounter;
+  readonly retry?: RetryPolicy;
+  /** Bound on one attempt (default 30 s). */
+  readonly requestTimeout?: Duration.Input;
+}
+
+const unexpected = (verb: Verb, code: number): KubeError =>
+  new KubeError({ reason: "Invalid", code, message: `${verb}: the server returned no object` });
+
+/** A write that came back for another UID hit a re-created namesake: ours is gone. */
+const recreated = (target: WriteTarget, object: KubeObject): KubeError =>
+  new KubeError({
+    reason: "NotFound",
+    code: 404,
+    message: `${target.namespace}/${target.name} was re-created (uid ${object.metadata.uid}, expected ${target.uid})`,
+  });
+
+export const makeTaskWriter = (options: TaskWriterOptions): TaskWriter["Service"] => {
+  const api = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  const settings: RequestSettings = {
+    counter: options.counter,
+    timeout: options.requestTimeout ?? Duration.seconds(30),
+  };
+  const schedule = retrySchedule(options.retry ?? defaultRetryPolicy);
+  const { group, version, plural } = options.resource;
+  const address = (target: WriteTarget) => ({
+    group,
+    version,
+    plural,
+    namespace: target.namespace,
+    name: target.name,
+  });
+
+  /** The object a write returned, checked to be ours. */
+  const ownObject = (target: WriteTarget, verb: Verb, code: number, data: unknown) => {
+    if (!isKubeObject(data)) return Effect.fail(unexpected(verb, code));
+    if (data.metadata.uid !== target.uid) return Effect.fail(recreated(target, data));
+    return Effect.succeed(data);
+  };
+
+  const patchMetadata = (target: WriteTarget, metadata: Record<string, unknown>) =>
+    kubeRequest(
+      settings,
+      "patch",
+      (clientOptions) =>
+        api.patchNamespacedCustomObjectWithHttpInfo(
+          {
+            ...address(target),
+            body: { metadata: { resourceVersion: target.resourceVersion, ...metadata } },
+          },
+          clientOptions,
+        ),
+      PatchStrategy.MergePatch,
+    ).pipe(
+      Effect.flatMap((info) => ownObject(target, "patch", info.httpStatusCode, info.data)),
+      Effect.retry(schedule),
+    );
+
+  return TaskWriter.of({
+    addFinalizer: (target, finalizer, machineVersion) => {
+      const existing = finalizersOf({ metadata: target });
+      return patchMetadata(target, {
+        finalizers: existing.includes(finalizer) ? existing : [...existing, finalizer],
+        annotations: { [machineVersionAnnotation]: String(machineVersion) },
+      }).pipe(Effect.withSpan("TaskWriter.addFinalizer"));
+    },
+
+    removeFinalizer: (target, finalizer) =>
+      patchMetadata(target, {
+        finalizers: finalizersOf({ metadata: target }).filter((f) => f !== finalizer),
+      }).pipe(Effect.withSpan("TaskWriter.removeFinalizer")),
+
+    patchStatus: (target, patch) =>
+      kubeRequest(
+        settings,
+        "patch",
+        (clientOptions) =>
+          api.patchNamespacedCustomObjectStatusWithHttpInfo(
+            { ...address(target), body: { status: patch } },
+            clientOptions,
+          ),
+        PatchStrategy.MergePatch,
+      ).pipe(
+        // The status subresource ignores metadata in the patch, so a UID cannot be a precondition here;
+        // a re-created namesake is detected (after the fact) from the returned UID.
+        Effect.flatMap((info) => ownObject(target, "patch", info.httpStatusCode, info.data)),
+        Effect.retry(schedule),
+        Effect.withSpan("TaskWriter.patchStatus"),
+      ),
+
+    deleteTask: (target) =>
+      kubeRequest(settings, "delete", (clientOptions) =>
+        api.deleteNamespacedCustomObjectWithHttpInfo(
+          { ...address(target), body: { preconditions: { uid: target.uid } } },
+          clientOptions,
+        ),
+      ).pipe(
+        Effect.retry(schedule),
+        // An object removed at once comes back as a `Status`; one held by finalizers as the object.
+        Effect.map((info): KubeObject | undefined =>
+          isKubeObject(info.data) && finalizersOf(info.data).length > 0 ? info.data : undefined,
+        ),
+        Effect.catchIf(
+          (error) => error.reason === "NotFound" || error.reason === "Conflict",
+          () => Effect.succeed(undefined),
+        ),
+        Effect.withSpan("TaskWriter.deleteTask"),
+      ),
+  });
+};

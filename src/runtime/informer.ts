@@ -1,0 +1,539 @@
+/**
+ * A list-watch cache of one namespaced custom resource (in one namespace or all), in Effect.
+ *
+ * Written over client-node's `Watch` rather than its `makeInformer`/`ListWatch`, which stops for good on
+ * any error other than 410, never asks for bookmarks and cannot be told to time out (notes/libraries
+ * §4.4). The loop:
+ *
+ *   LIST (paginated) ─▶ WATCH from the list's resourceVersion (allowWatchBookmarks, timeoutSeconds)
+ *      ▲                   │ events and bookmarks move the resourceVersion on
+ *      │ 410 Gone          │ server closed the watch (timeoutSeconds): watch again at once
+ *      └───────────────────┤ error, stall (watchdog), or a watch that ended at once:
+ *                          │   watch again after a jittered exponential backoff (200 ms → 30 s)
+ *
+ * A relist diffs the fresh list against the cache: objects that vanished while no watch was open are
+ * emitted as synthetic DELETED (with their last known state), as client-go's DeltaFIFO does.
+ *
+ * Read-your-writes: the controller puts the objects its writes return into the cache with `upsert`. A
+ * watch event or list item older than the cached object then updates nothing (the change it carries
+ * is already contained in the newer object) but is still emitted, because the controller may not
+ * have looked at it. resourceVersions are ordered only when both are decimal integers (what the
+ * apiserver's etcd3 storage produces, see `compareResourceVersions`); unordered ones are taken as newer.
+ *
+ * Events are emitted only for changes of what the server delivered: a replayed event (same or older
+ * resourceVersion than the last delivery for that object) is dropped. Echoes of our own writes are
+ * emitted like any change unless `echoes: "suppress"` (the memory controller sees them too; a pass on
+ * an echo must cost nothing, design-traps 5).
+ */
+import { CustomObjectsApi, type KubeConfig, Watch } from "@kubernetes/client-node";
+import {
+  type Cause,
+  Clock,
+  Deferred,
+  Duration,
+  Effect,
+  Predicate,
+  Queue,
+  Random,
+  Result,
+  type Scope,
+  Stream,
+} from "effect";
+import { kubeRequest, type RequestSettings } from "../interpreters/kubernetes/client.ts";
+import { fromStatus, type KubeError, toKubeError } from "../interpreters/kubernetes/errors.ts";
+import {
+  compareResourceVersions,
+  isKubeObject,
+  type KubeObject,
+  keyOf,
+  objectKey,
+} from "../interpreters/kubernetes/object.ts";
+import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
+import type { ResourceRef } from "../reconcile/task-kind.ts";
+
+export type ChangeType = "ADDED" | "MODIFIED" | "DELETED";
+
+export interface Change {
+  readonly type: ChangeType;
+  /**
+   * ADDED/MODIFIED: the cached object after the change (the freshest known state, which may be a newer
+   * upserted write than the event itself). DELETED: the object's last state (from the watch event, or
+   * the last cached one for a delete found by a relist).
+   */
+  readonly object: KubeObject;
+}
+
+export interface InformerOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly resource: Pick<ResourceRef, "group" | "version" | "plural">;
+  /** Watch one namespace; all namespaces when absent. */
+  readonly namespace?: string;
+  readonly labelSelector?: string;
+  /** LIST page size (`limit`, default 500). */
+  readonly pageSize?: number;
+  /**
+   * The server closes each watch after `timeoutSeconds`, drawn from [T, 2T) like client-go's reflector
+   * so that many watchers do not reconnect together (default T = 300).
+   */
+  readonly watchTimeoutSeconds?: number;
+  /**
+   * No event and no bookmark for this long → the watch is considered dead (a half-open connection) and
+   * restarted. Detected between 1 and 1.25 times this (default 120 s; the apiserver sends a bookmark
+   * about every minute).
+   */
+  readonly watchdog?: Duration.Input;
+  /** Restart backoff: first delay (default 200 ms), doubled per failure up to `max` (default 30 s), ±50 % jitter. */
+  readonly backoff?: { readonly initial: Duration.Input; readonly max: Duration.Input };
+  /** Bound on one LIST page (default 60 s). */
+  readonly requestTimeout?: Duration.Input;
+  /** Count LIST/WATCH requests here (default: a counter of its own, see `stats`). */
+  readonly counter?: RequestCounter;
+  readonly echoes?: "emit" | "suppress";
+  /**
+   * Test hook: runs before every watch starts and returns the resourceVersion to watch from. A test can
+   * hold the watch (to change objects while nobody watches) and return an expired version to force a 410.
+   */
+  readonly beforeWatch?: (resourceVersion: string) => Effect.Effect<string>;
+}
+
+export interface InformerStats {
+  /** Complete LISTs (all pages), the first one included. */
+  readonly lists: number;
+  /** Watch requests started. */
+  readonly watches: number;
+  /** Watches ended by 410 Gone (each followed by a relist). */
+  readonly expired: number;
+  /** Watches restarted by the inactivity watchdog. */
+  readonly stalls: number;
+  /** Failed LISTs and watches. */
+  readonly failures: number;
+  /** ADDED/MODIFIED/DELETED watch events received (including replays that changed nothing). */
+  readonly events: number;
+  readonly bookmarks: number;
+  /** Watch events or list items that were not namespaced objects (ignored). */
+  readonly malformed: number;
+}
+
+export interface Informer {
+  /** The cached object, if any. */
+  readonly get: (namespace: string, name: string) => KubeObject | undefined;
+  /** Every cached object (of one namespace, if given). */
+  readonly list: (namespace?: string) => ReadonlyArray<KubeObject>;
+  /** Completes once the first LIST is in the cache (never, while LIST keeps failing: retried, logged). */
+  readonly synced: Effect.Effect<void>;
+  /**
+   * Changes from the moment of subscription, after a synthetic ADDED for every object then cached (as
+   * client-go's AddEventHandler does): a subscriber sees each object at least once, in its current
+   * state, without a race between subscribing and listing. Ends when the informer's scope closes.
+   */
+  readonly changes: Stream.Stream<Change>;
+  /**
+   * Read-your-writes: puts an object a write returned into the cache, unless the cache already holds
+   * that or a newer version, or does not hold the object at all (deleted meanwhile: taking it would
+   * bring back a ghost), or holds another object (UID) of that name. Emits nothing. Returns whether
+   * the cache took it.
+   */
+  readonly upsert: (object: KubeObject) => boolean;
+  /** Ends the current watch (or the next one, if none is open) and starts a new one (diagnostics, tests). */
+  readonly restartWatch: Effect.Effect<void>;
+  /** The resourceVersion the next watch would start from (undefined before the first LIST). */
+  readonly resourceVersion: () => string | undefined;
+  readonly stats: () => InformerStats;
+}
+
+interface Entry {
+  object: KubeObject;
+  /** The resourceVersion of the last list item or watch event for this object ("" if none yet). */
+  delivered: string;
+  /** resourceVersions of our own writes not yet seen on the watch. */
+  readonly own: Set<string>;
+}
+
+type SessionEnd =
+  | { readonly _tag: "Closed" }
+  | { readonly _tag: "Expired" }
+  | { readonly _tag: "Failed"; readonly error: KubeError }
+  | { readonly _tag: "Stalled" }
+  | { readonly _tag: "Restart" };
+
+interface ListResult {
+  readonly items: ReadonlyArray<KubeObject>;
+  readonly resourceVersion: string;
+}
+
+/** A watch counts as having worked (and resets the backoff) after an event or this long open. */
+const healthyAfterMs = 1000;
+
+const maxOwnWrites = 16;
+
+export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { group, version, plural } = options.resource;
+    const namespace = options.namespace;
+    const counter = options.counter ?? new RequestCounter();
+    const settings: RequestSettings = { counter, timeout: options.requestTimeout ?? Duration.seconds(60) };
+    const pageSize = options.pageSize ?? 500;
+    const timeoutBase = Math.max(1, Math.floor(options.watchTimeoutSeconds ?? 300));
+    const watchdogMs = Duration.toMillis(Duration.fromInputUnsafe(options.watchdog ?? Duration.seconds(120)));
+    const backoffInitialMs = Duration.toMillis(
+      Duration.fromInputUnsafe(options.backoff?.initial ?? Duration.millis(200)),
+    );
+    const backoffMaxMs = Duration.toMillis(
+      Duration.fromInputUnsafe(options.backoff?.max ?? Duration.seconds(30)),
+    );
+    const suppressEchoes = options.echoes === "suppress";
+    const api = options.kubeConfig.makeApiClient(CustomObjectsApi);
+    const watcher = new Watch(options.kubeConfig);
+    // client-node aborts a watch after 30 s without data (a private, fixed timer); the watchdog below
+    // does that job, so move client-node's out of its way.
+    Reflect.set(watcher, "requestTimeoutMs", watchdogMs + 30_000);
+    const watchPath = `/apis/${encodeURIComponent(group)}/${encodeURIComponent(version)}${
+      namespace === undefined ? "" : `/namespaces/${encodeURIComponent(namespace)}`
+    }/${encodeURIComponent(plural)}`;
+
+    const cache = new Map<string, Entry>();
+    const subscribers = new Set<Queue.Queue<Change, Cause.Done>>();
+    let resourceVersion: string | undefined;
+    let closed = false;
+    /** Bumped by every event and bookmark; the watchdog looks for it to move. */
+    let activity = 0;
+    const stats = {
+      lists: 0,
+      watches: 0,
+      expired: 0,
+      stalls: 0,
+      failures: 0,
+      events: 0,
+      bookmarks: 0,
+      malformed: 0,
+    };
+    const synced = yield* Deferred.make<void>();
+    let restartSignal = yield* Deferred.make<void>();
+
+    const emit = (type: ChangeType, object: KubeObject): void => {
+      const change: Change = { type, object };
+      for (const queue of subscribers) Queue.offerUnsafe(queue, change);
+    };
+
+    /** Forgets own writes the watch has now passed. */
+    const pruneOwn = (entry: Entry, seen: string): void => {
+      for (const written of entry.own) {
+        const order = compareResourceVersions(written, seen);
+        if (order === -1 || order === 0) entry.own.delete(written);
+      }
+      if (entry.own.size > maxOwnWrites) entry.own.clear();
+    };
+
+    /** A list item, or a watch ADDED/MODIFIED. */
+    const observe = (object: KubeObject): void => {
+      const key = keyOf(object);
+      const version = object.metadata.resourceVersion;
+      const entry = cache.get(key);
+      if (entry === undefined) {
+        cache.set(key, { object, delivered: version, own: new Set() });
+        emit("ADDED", object);
+        return;
+      }
+      if (entry.object.metadata.uid !== object.metadata.uid) {
+        // Only a relist can show a re-created namesake without the DELETED of the old one.
+        cache.set(key, { object, delivered: version, own: new Set() });
+        emit("DELETED", entry.object);
+        emit("ADDED", object);
+        return;
+      }
+      const versusDelivered = compareResourceVersions(version, entry.delivered);
+      if (versusDelivered === 0 || versusDelivered === -1) return;
+      entry.delivered = version;
+      const versusCached = compareResourceVersions(version, entry.object.metadata.resourceVersion);
+      if (versusCached === 1 || versusCached === undefined) entry.object = object;
+      const echo = entry.own.has(version);
+      pruneOwn(entry, version);
+      if (echo && suppressEchoes) return;
+      emit("MODIFIED", entry.object);
+    };
+
+    const observeDeleted = (object: KubeObject): void => {
+      const key = keyOf(object);
+      const entry = cache.get(key);
+      if (entry === undefined) return;
+      if (
+        entry.object.metadata.uid !== object.metadata.uid &&
+        compareResourceVersions(object.metadata.resourceVersion, entry.object.metadata.resourceVersion) === -1
+      ) {
+        return; // the cache already holds a newer namesake
+      }
+      cache.delete(key);
+      emit("DELETED", object);
+    };
+
+    const applyList = (listed: ListResult): void => {
+      const present = new Set<string>();
+      for (const item of listed.items) {
+        present.add(keyOf(item));
+        observe(item);
+      }
+      for (const [key, entry] of cache) {
+        if (present.has(key)) continue;
+        // Written by us after the list's snapshot: it existed then; the watch will tell the rest.
+        if (compareResourceVersions(entry.object.metadata.resourceVersion, listed.resourceVersion) === 1)
+          continue;
+        cache.delete(key);
+        emit("DELETED", entry.object);
+      }
+      resourceVersion = listed.resourceVersion;
+    };
+
+    const listPage = (continueToken: string | undefined) => {
+      const query = {
+        group,
+        version,
+        plural,
+        limit: pageSize,
+        ...(continueToken === undefined ? {} : { _continue: continueToken }),
+        ...(options.labelSelector === undefined ? {} : { labelSelector: options.labelSelector }),
+      };
+      return kubeRequest(settings, "list", (clientOptions) =>
+        namespace === undefined
+          ? api.listClusterCustomObjectWithHttpInfo(query, clientOptions)
+          : api.listNamespacedCustomObjectWithHttpInfo({ ...query, namespace }, clientOptions),
+      );
+    };
+
+    const listAll: Effect.Effect<ListResult, KubeError> = Effect.gen(function* () {
+      const items: KubeObject[] = [];
+      let continueToken: string | undefined;
+      let listVersion = "";
+      do {
+        const page = yield* listPage(continueToken);
+        const data: unknown = page.data;
+        const metadata = Predicate.isObject(data) && "metadata" in data ? data.metadata : undefined;
+        const pageItems = Predicate.isObject(data) && "items" in data ? data.items : undefined;
+        if (Array.isArray(pageItems)) {
+          for (const item of pageItems) {
+            if (isKubeObject(item)) items.push(item);
+            else stats.malformed += 1;
+          }
+        }
+        const field = (name: string): string | undefined => {
+          if (!Predicate.isObject(metadata) || !(name in metadata)) return undefined;
+          const value: unknown = Reflect.get(metadata, name);
+          return typeof value === "string" && value !== "" ? value : undefined;
+        };
+        listVersion = field("resourceVersion") ?? listVersion;
+        continueToken = field("continue");
+      } while (continueToken !== undefined);
+      stats.lists += 1;
+      return { items, resourceVersion: listVersion };
+    });
+
+    /** One watch request, until the server ends it, it fails, or it is interrupted. */
+    const watchSession = (from: string, timeoutSeconds: number) =>
+      Effect.callback<SessionEnd>((resume) => {
+        let controller: AbortController | undefined;
+        let finished = false;
+        let answered = false;
+        const answer = (code: number): void => {
+          if (answered) return;
+          answered = true;
+          counter.record("watch", code);
+        };
+        const finish = (end: SessionEnd): void => {
+          if (finished) return;
+          finished = true;
+          controller?.abort();
+          resume(Effect.succeed(end));
+        };
+        const onEvent = (type: string, object: unknown): void => {
+          if (finished) return;
+          if (type === "ERROR") {
+            const error = fromStatus(object);
+            finish(error.code === 410 ? { _tag: "Expired" } : { _tag: "Failed", error });
+            return;
+          }
+          // Not for ERROR: a watch that only ever answers 410 must not count as working (no backoff).
+          activity += 1;
+          if (type === "BOOKMARK") {
+            stats.bookmarks += 1;
+            const version =
+              Predicate.isObject(object) && "metadata" in object && Predicate.isObject(object.metadata)
+                ? Reflect.get(object.metadata, "resourceVersion")
+                : undefined;
+            if (typeof version === "string" && version !== "") resourceVersion = version;
+            return;
+          }
+          if (!isKubeObject(object)) {
+            stats.malformed += 1;
+            return;
+          }
+          stats.events += 1;
+          if (type === "DELETED") observeDeleted(object);
+          else if (type === "ADDED" || type === "MODIFIED") observe(object);
+          resourceVersion = object.metadata.resourceVersion;
+        };
+        const onDone = (error: unknown): void => {
+          if (error === null || error === undefined) {
+            answer(200);
+            finish({ _tag: "Closed" });
+            return;
+          }
+          const kubeError = toKubeError(error);
+          answer(kubeError.code);
+          finish(kubeError.code === 410 ? { _tag: "Expired" } : { _tag: "Failed", error: kubeError });
+        };
+        const query = {
+          resourceVersion: from,
+          allowWatchBookmarks: true,
+          timeoutSeconds,
+          ...(options.labelSelector === undefined ? {} : { labelSelector: options.labelSelector }),
+        };
+        watcher.watch(watchPath, query, onEvent, onDone).then(
+          (started) => {
+            controller = started;
+            answer(200);
+            if (finished) started.abort();
+          },
+          (error: unknown) => onDone(error ?? new Error("watch failed")),
+        );
+        return Effect.sync(() => {
+          finished = true;
+          controller?.abort();
+        });
+      });
+
+    /** Resolves when nothing arrived for `watchdogMs` (checked in quarters of it). */
+    const watchdog = Effect.gen(function* () {
+      let seen = activity;
+      let quiet = 0;
+      for (;;) {
+        yield* Effect.sleep(Math.max(1, watchdogMs / 4));
+        if (activity !== seen) {
+          seen = activity;
+          quiet = 0;
+        } else if (++quiet >= 4) {
+          return { _tag: "Stalled" } as const satisfies SessionEnd;
+        }
+      }
+    });
+
+    const backoff = (failures: number) =>
+      Effect.gen(function* () {
+        const base = Math.min(backoffMaxMs, backoffInitialMs * 2 ** Math.min(failures, 30));
+        const jitter = yield* Random.next;
+        yield* Effect.sleep(Math.round(base * (0.5 + jitter)));
+      });
+
+    const describeEnd = (end: SessionEnd): string =>
+      end._tag === "Failed" ? `${end.error.code} ${end.error.reason}: ${end.error.message}` : end._tag;
+
+    const run = Effect.gen(function* () {
+      let failures = 0;
+      let needList = true;
+      for (;;) {
+        if (needList || resourceVersion === undefined) {
+          const listed = yield* Effect.result(listAll);
+          if (Result.isFailure(listed)) {
+            stats.failures += 1;
+            const error = listed.failure;
+            yield* Effect.logWarning(
+              `informer ${plural}: list failed: ${error.code} ${error.reason}: ${error.message}`,
+            );
+            yield* backoff(failures);
+            failures += 1;
+            continue;
+          }
+          applyList(listed.success);
+          needList = false;
+          yield* Deferred.succeed(synced, undefined);
+        }
+        const current = resourceVersion ?? "";
+        const from = options.beforeWatch === undefined ? current : yield* options.beforeWatch(current);
+        const timeoutSeconds = timeoutBase + Math.floor((yield* Random.next) * timeoutBase);
+        const activityBefore = activity;
+        const startedAt = yield* Clock.currentTimeMillis;
+        stats.watches += 1;
+        const end: SessionEnd = yield* Effect.raceAll([
+          watchSession(from, timeoutSeconds),
+          watchdog,
+          Deferred.await(restartSignal).pipe(Effect.as({ _tag: "Restart" } as const)),
+        ]);
+        const healthy =
+          activity > activityBefore || (yield* Clock.currentTimeMillis) - startedAt >= healthyAfterMs;
+        if (healthy) failures = 0;
+        switch (end._tag) {
+          case "Restart":
+            restartSignal = yield* Deferred.make<void>();
+            continue;
+          case "Closed":
+            if (healthy) continue;
+            break;
+          case "Expired":
+            stats.expired += 1;
+            needList = true;
+            if (healthy) continue;
+            break;
+          case "Stalled":
+            stats.stalls += 1;
+            break;
+          case "Failed":
+            stats.failures += 1;
+            break;
+        }
+        const message = `informer ${plural}: watch ended (${describeEnd(end)}); backing off`;
+        yield* end._tag === "Failed" ? Effect.logWarning(message) : Effect.logDebug(message);
+        yield* backoff(failures);
+        failures += 1;
+      }
+    });
+
+    yield* Effect.forkScoped(run);
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closed = true;
+        for (const queue of subscribers) Queue.endUnsafe(queue);
+        subscribers.clear();
+      }),
+    );
+
+    const changes = Stream.callback<Change>((queue) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          if (closed) {
+            Queue.endUnsafe(queue);
+            return;
+          }
+          for (const entry of cache.values())
+            Queue.offerUnsafe(queue, { type: "ADDED", object: entry.object });
+          subscribers.add(queue);
+        }),
+        () => Effect.sync(() => subscribers.delete(queue)),
+      ),
+    );
+
+    const informer: Informer = {
+      get: (ns, name) => cache.get(objectKey(ns, name))?.object,
+      list: (ns) =>
+        [...cache.values()]
+          .map((entry) => entry.object)
+          .filter((object) => ns === undefined || object.metadata.namespace === ns),
+      synced: Deferred.await(synced),
+      changes,
+      upsert: (object) => {
+        const key = keyOf(object);
+        const version = object.metadata.resourceVersion;
+        const entry = cache.get(key);
+        // Not cached: deleted since the controller read it; taking it would resurrect a ghost.
+        if (entry === undefined) return false;
+        if (entry.object.metadata.uid !== object.metadata.uid) return false;
+        const order = compareResourceVersions(version, entry.object.metadata.resourceVersion);
+        if (order === 0 || order === -1) return false;
+        entry.object = object;
+        entry.own.add(version);
+        if (entry.own.size > maxOwnWrites) entry.own.clear();
+        return true;
+      },
+      restartWatch: Effect.suspend(() => Deferred.succeed(restartSignal, undefined)).pipe(Effect.asVoid),
+      resourceVersion: () => resourceVersion,
+      stats: () => ({ ...stats }),
+    };
+    return informer;
+  });

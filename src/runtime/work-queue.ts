@@ -1,0 +1,211 @@
+/**
+ * A keyed work queue, as client-go's workqueue but in Effect:
+ *
+ * - `add(key)`: a key already waiting is not queued twice (dedupe); a key being processed is not
+ *   processed again at the same time: it is marked and runs once more after the current run ends;
+ * - `addAfter(key, delay)`: one pending timer per key, and **a later call replaces it** whether sooner
+ *   or later (the last decision wins). That is the simulated controller's rule (its timer map is set,
+ *   or cleared, at the end of every pass), where the latest pass knows best; client-go's delaying queue
+ *   instead keeps the sooner one, which can only add a redundant pass here. `cancelAfter(key)` drops the
+ *   timer (a pass that ends awaiting a change). A timer that fires is an `add`;
+ * - `concurrency` workers call `process(key)`; a failure or defect is logged and counted, never stops a
+ *   worker (retry policy is the controller's business, not the queue's);
+ * - `shutdown` (also run when the scope closes): stop taking keys and firing timers, let the runs in
+ *   flight finish for up to `shutdownTimeout`, then interrupt them. Waiting keys are dropped.
+ *
+ * Time comes from Effect's Clock, so tests run it under TestClock.
+ */
+import {
+  Cause,
+  Clock,
+  Deferred,
+  Duration,
+  Effect,
+  Fiber,
+  FiberMap,
+  Option,
+  Queue,
+  Result,
+  type Scope,
+} from "effect";
+
+export interface WorkQueueOptions<E, R> {
+  /** Workers, i.e. keys processed at once (at least 1). */
+  readonly concurrency: number;
+  readonly process: (key: string) => Effect.Effect<void, E, R>;
+  /** How long `shutdown` lets runs in flight finish before interrupting them (default 30 s). */
+  readonly shutdownTimeout?: Duration.Input;
+}
+
+/** Plain numbers, to be exported as gauges and counters. Times in milliseconds. */
+export interface WorkQueueMetrics {
+  /** Keys waiting for a worker. */
+  readonly depth: number;
+  /** Keys being processed. */
+  readonly inFlight: number;
+  /** Keys with a pending `addAfter` timer. */
+  readonly delayed: number;
+  /** `add` calls and fired timers. */
+  readonly adds: number;
+  /** Adds of a key that was already waiting (or marked to run again). */
+  readonly deduplicated: number;
+  /** Runs of `process` started. */
+  readonly started: number;
+  /** Runs of `process` that ended (successfully or not). */
+  readonly processed: number;
+  /** Runs of `process` that failed or died. */
+  readonly failures: number;
+  /** Sum and maximum of the time from a key's first add to the start of its run. */
+  readonly waitTotalMs: number;
+  readonly waitMaxMs: number;
+  /** Sum of run durations. */
+  readonly processingTotalMs: number;
+}
+
+export interface WorkQueue {
+  readonly add: (key: string) => Effect.Effect<void>;
+  /** Adds `key` after `delay`, replacing its pending timer; a delay ≤ 0 adds it now. */
+  readonly addAfter: (key: string, delay: Duration.Input) => Effect.Effect<void>;
+  /** Drops the pending timer of `key`, if any. */
+  readonly cancelAfter: (key: string) => Effect.Effect<void>;
+  /** Stops the queue; completes when the workers have stopped. Idempotent. */
+  readonly shutdown: Effect.Effect<void>;
+  readonly metrics: () => WorkQueueMetrics;
+}
+
+export const makeWorkQueue = <E, R>(
+  options: WorkQueueOptions<E, R>,
+): Effect.Effect<WorkQueue, never, Scope.Scope | R> =>
+  Effect.gen(function* () {
+    const ready = yield* Queue.unbounded<string, Cause.Done>();
+    /** Keys that must run (again): waiting in `ready`, or marked while processing. Value: first add time. */
+    const dirty = new Map<string, number>();
+    const processing = new Set<string>();
+    const timers = yield* FiberMap.make<string>();
+    /** The serial of each key's pending timer. */
+    const pending = new Map<string, number>();
+    let timerSerial = 0;
+    let stopping = false;
+    const stopped = yield* Deferred.make<void>();
+    const timeout = options.shutdownTimeout ?? Duration.seconds(30);
+    const counts = {
+      adds: 0,
+      deduplicated: 0,
+      started: 0,
+      processed: 0,
+      failures: 0,
+      waitTotalMs: 0,
+      waitMaxMs: 0,
+      processingTotalMs: 0,
+    };
+
+    const add = (key: string): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        if (stopping) return;
+        counts.adds += 1;
+        if (dirty.has(key)) {
+          counts.deduplicated += 1;
+          return;
+        }
+        dirty.set(key, yield* Clock.currentTimeMillis);
+        if (!processing.has(key)) Queue.offerUnsafe(ready, key);
+      });
+
+    const cancelAfter = (key: string): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        pending.delete(key);
+        return FiberMap.remove(timers, key);
+      });
+
+    const addAfter = (key: string, delay: Duration.Input): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (stopping) return Effect.void;
+        const ms = Duration.toMillis(Duration.fromInputUnsafe(delay));
+        if (!(ms > 0)) return cancelAfter(key).pipe(Effect.andThen(add(key)));
+        timerSerial += 1;
+        const serial = timerSerial;
+        pending.set(key, serial);
+        const fire = Effect.suspend(() => {
+          if (pending.get(key) === serial) pending.delete(key);
+          return add(key);
+        });
+        return FiberMap.run(timers, key, Effect.sleep(ms).pipe(Effect.andThen(fire))).pipe(Effect.asVoid);
+      });
+
+    const runOne = (key: string) =>
+      Effect.gen(function* () {
+        const start = yield* Clock.currentTimeMillis;
+        const addedAt = dirty.get(key) ?? start;
+        dirty.delete(key);
+        processing.add(key);
+        counts.started += 1;
+        counts.waitTotalMs += start - addedAt;
+        counts.waitMaxMs = Math.max(counts.waitMaxMs, start - addedAt);
+        yield* options.process(key).pipe(
+          Effect.catchCause((cause) =>
+            Effect.sync(() => {
+              counts.failures += 1;
+            }).pipe(
+              Effect.andThen(Effect.logError(`work queue: processing ${key} failed`, Cause.pretty(cause))),
+            ),
+          ),
+          Effect.ensuring(
+            Effect.gen(function* () {
+              const end = yield* Clock.currentTimeMillis;
+              counts.processed += 1;
+              counts.processingTotalMs += end - start;
+              processing.delete(key);
+              if (dirty.has(key) && !stopping) Queue.offerUnsafe(ready, key);
+            }),
+          ),
+        );
+      });
+
+    const worker = Effect.gen(function* () {
+      for (;;) {
+        const next = yield* Effect.result(Queue.take(ready));
+        if (Result.isFailure(next) || stopping) return;
+        yield* runOne(next.success);
+      }
+    });
+
+    const workers: Array<Fiber.Fiber<void>> = [];
+    for (let i = 0; i < Math.max(1, Math.floor(options.concurrency)); i += 1) {
+      workers.push(yield* Effect.forkScoped(worker));
+    }
+
+    const shutdown: Effect.Effect<void> = Effect.suspend(() => {
+      if (stopping) return Deferred.await(stopped);
+      stopping = true;
+      pending.clear();
+      return Effect.gen(function* () {
+        yield* FiberMap.clear(timers);
+        yield* Queue.clear(ready);
+        yield* Queue.end(ready);
+        const finished = yield* Effect.timeoutOption(Fiber.awaitAll(workers), timeout);
+        if (Option.isNone(finished)) {
+          yield* Effect.logWarning(
+            `work queue: ${processing.size} run(s) still in flight after ${Duration.format(Duration.fromInputUnsafe(timeout))}; interrupting`,
+          );
+          yield* Fiber.interruptAll(workers);
+        }
+        yield* Deferred.succeed(stopped, undefined);
+      });
+    });
+
+    // Added after the workers were forked, so it runs before the scope interrupts them.
+    yield* Effect.addFinalizer(() => shutdown);
+
+    return {
+      add,
+      addAfter,
+      cancelAfter,
+      shutdown,
+      metrics: () => ({
+        ...counts,
+        depth: Queue.sizeUnsafe(ready),
+        inFlight: processing.size,
+        delayed: pending.size,
+      }),
+    } satisfies WorkQueue;
+  });
