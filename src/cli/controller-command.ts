@@ -1,0 +1,96 @@
+/**
+ * `opstask controller`: the EtcdOpsTask controller as a process. Loads the kubeconfig, starts one
+ * controller per watched namespace (or one for all), logs as JSON lines with a reconcile ID per pass,
+ * and on SIGTERM/SIGINT stops taking work, lets passes in flight finish, and exits 0.
+ */
+import { KubeConfig } from "@kubernetes/client-node";
+import { Effect, Exit, Fiber, Layer, Logger, References, Scope } from "effect";
+import { etcdOpsTaskKind } from "../api/etcdopstask-kind.ts";
+import { etcdHandlerLayer, etcdHandlers } from "../handlers/etcd-registry.ts";
+import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
+import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
+import { lifecycleConfig } from "../reconcile/defaults.ts";
+import { runController } from "../runtime/controller.ts";
+import { type ControllerOptions, controllerHelp, readControllerOptions } from "./options.ts";
+
+/** In-cluster when running in a pod, else the named file, else the default kubeconfig. */
+export const loadKubeConfig = (path: string): KubeConfig => {
+  const kc = new KubeConfig();
+  if (path !== "") kc.loadFromFile(path);
+  else if (process.env.KUBERNETES_SERVICE_HOST !== undefined) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  return kc;
+};
+
+const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const;
+
+/** Runs the controllers until `signal` aborts; resolves when they have stopped. */
+export const serveController = async (
+  kubeConfig: KubeConfig,
+  options: ControllerOptions,
+  signal: AbortSignal,
+): Promise<void> => {
+  const counter = new RequestCounter();
+  const config = lifecycleConfig(etcdOpsTaskKind, {
+    duplicatePolicy: options.duplicatePolicy,
+    requeueIntervalMs: options.requeueInterval,
+    backoffBaseMs: options.backoffBase,
+    backoffCapMs: options.backoffCap,
+    ...(options.phaseDeadline > 0 ? { phaseDeadlineMs: options.phaseDeadline } : {}),
+  });
+  const namespaces: ReadonlyArray<string | undefined> =
+    options.namespaces.length === 0 ? [undefined] : options.namespaces;
+  const program = Effect.gen(function* () {
+    for (const namespace of namespaces) {
+      const handle = yield* runController({
+        kind: etcdOpsTaskKind,
+        handlers: etcdHandlers,
+        config,
+        kubeConfig,
+        concurrency: options.concurrency,
+        counter,
+        groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
+        ...(namespace === undefined ? {} : { namespace }),
+      });
+      yield* handle.synced;
+      yield* Effect.logInfo("watching EtcdOpsTasks").pipe(
+        Effect.annotateLogs({ namespace: namespace ?? "(all)" }),
+      );
+    }
+    yield* Effect.never;
+  });
+  const layer = Layer.mergeAll(
+    kubernetesLayer({ kubeConfig, resource: etcdOpsTaskKind.resource, counter }),
+    etcdHandlerLayer({ kubeConfig, resolve: options.resolve }),
+    Logger.layer([options.logFormat === "json" ? Logger.consoleJson : Logger.consoleLogFmt]),
+  );
+  const scope = Scope.makeUnsafe();
+  const fiber = Effect.runFork(
+    program.pipe(
+      Effect.provide(layer),
+      Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel]),
+      Scope.provide(scope),
+    ),
+  );
+  await new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    signal.addEventListener("abort", () => resolve(), { once: true });
+    fiber.addObserver(() => resolve());
+  });
+  await Effect.runPromise(Fiber.interrupt(fiber));
+  await Effect.runPromise(Scope.close(scope, Exit.void));
+};
+
+export const controllerCommand = async (argv: ReadonlyArray<string>): Promise<number> => {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(`${controllerHelp()}\n`);
+    return 0;
+  }
+  const options = readControllerOptions(argv);
+  const kubeConfig = loadKubeConfig(options.kubeconfig);
+  const stop = new AbortController();
+  process.once("SIGTERM", () => stop.abort());
+  process.once("SIGINT", () => stop.abort());
+  await serveController(kubeConfig, options, stop.signal);
+  return 0;
+};

@@ -1,0 +1,154 @@
+/**
+ * `opstask dev`: the controller with everything it needs, in one command. With a cluster configured
+ * (`--kubeconfig` or `KUBECONFIG`) it is `opstask controller`. Without one it starts a local
+ * kube-apiserver + etcd (binaries built once from the Go module proxy and cached), installs opstask's
+ * CRDs, starts a real etcd with a real etcd-backup-restore beside it and a demo Etcd `etcd-test` in
+ * `default` pointing at them, runs the controller in the foreground, and tells you how to create a
+ * task. Ctrl-C stops everything.
+ */
+import { mkdirSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { type BackupRestore, startBackupRestore } from "../devcluster/backup-restore.ts";
+import { runDevCluster } from "../devcluster/dev.ts";
+import { loadKubeConfig, serveController } from "./controller-command.ts";
+import { type ControllerOptions, readControllerOptions } from "./options.ts";
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const crds = ["druid.gardener.cloud_etcdopstasks.yaml", "druid.gardener.cloud_etcds.yaml"].map((file) =>
+  join(repoRoot, "deploy", "crds", file),
+);
+const demoEtcd = { name: "etcd-test", namespace: "default" };
+
+const say = (line: string): void => {
+  process.stderr.write(`opstask dev: ${line}\n`);
+};
+
+/** The demo Etcd: backup enabled (to the local backup-restore), and Ready. */
+const createDemoEtcd = async (
+  kubeConfig: KubeConfig,
+  backupRestore: BackupRestore | undefined,
+): Promise<void> => {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const target = {
+    group: "druid.gardener.cloud",
+    version: "v1alpha1",
+    plural: "etcds",
+    namespace: demoEtcd.namespace,
+  };
+  await api.createNamespacedCustomObject({
+    ...target,
+    body: {
+      apiVersion: "druid.gardener.cloud/v1alpha1",
+      kind: "Etcd",
+      metadata: demoEtcd,
+      spec: {
+        replicas: 1,
+        labels: { app: demoEtcd.name },
+        etcd: {},
+        backup: {
+          ...(backupRestore === undefined ? {} : { port: backupRestore.port }),
+          store: { prefix: "opstask-dev" },
+        },
+      },
+    },
+  });
+  const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  await api.patchNamespacedCustomObjectStatus({
+    ...target,
+    name: demoEtcd.name,
+    body: [
+      {
+        op: "add",
+        path: "/status",
+        value: {
+          conditions: [
+            {
+              type: "Ready",
+              status: "True",
+              reason: "Quorate",
+              message: "opstask dev demo",
+              lastTransitionTime: now,
+              lastUpdateTime: now,
+            },
+          ],
+        },
+      },
+    ],
+  });
+};
+
+const runLocal = async (options: ControllerOptions): Promise<void> => {
+  const home = join(process.env.OPSTASK_CACHE ?? join(homedir(), ".cache", "opstask"), "dev");
+  mkdirSync(home, { recursive: true });
+  const kubeconfigPath = join(home, "kubeconfig");
+  let backupRestore: BackupRestore | undefined;
+  const stop = new AbortController();
+  try {
+    await runDevCluster({
+      kubeconfigPath,
+      crds,
+      signal: stop.signal,
+      onReady: async (plane) => {
+        const kubeConfig = loadKubeConfig(plane.kubeconfigPath);
+        try {
+          say("starting etcd 3.5 and etcd-backup-restore (Local store) for the demo Etcd");
+          backupRestore = await startBackupRestore({ deltaSnapshotPeriod: "5m" });
+          say(
+            `backup-restore on 127.0.0.1:${backupRestore.port}; snapshots land in ${backupRestore.storeDir}`,
+          );
+        } catch (error) {
+          say(
+            `no etcd-backup-restore (${error instanceof Error ? error.message : String(error)}); the demo Etcd has backup enabled but nothing answers`,
+          );
+        }
+        await createDemoEtcd(kubeConfig, backupRestore);
+        const resolveRule = {
+          host: `${demoEtcd.name}-client.${demoEtcd.namespace}`,
+          port: "*" as const,
+          address: "127.0.0.1",
+        };
+        say("ready. In another shell:");
+        process.stderr.write(
+          [
+            `  export KUBECONFIG=${plane.kubeconfigPath}`,
+            `  kubectl apply -f ${join(repoRoot, "..", "shared", "compat", "druid-crds", "example-on-demand-snapshot.yaml")}`,
+            "  kubectl get etcdopstasks -w      # Pending → InProgress → Succeeded",
+            "Ctrl-C stops everything.",
+            "",
+          ].join("\n"),
+        );
+        const controllerStop = new AbortController();
+        stop.signal.addEventListener("abort", () => controllerStop.abort(), { once: true });
+        process.once("SIGINT", () => controllerStop.abort());
+        process.once("SIGTERM", () => controllerStop.abort());
+        await serveController(
+          kubeConfig,
+          { ...options, resolve: [...options.resolve, resolveRule] },
+          controllerStop.signal,
+        );
+        stop.abort();
+      },
+    });
+  } finally {
+    await backupRestore?.stop();
+  }
+};
+
+export const devCommand = async (argv: ReadonlyArray<string>): Promise<number> => {
+  const options = readControllerOptions(argv);
+  if (options.kubeconfig !== "") {
+    const stop = new AbortController();
+    process.once("SIGTERM", () => stop.abort());
+    process.once("SIGINT", () => stop.abort());
+    await serveController(loadKubeConfig(options.kubeconfig), options, stop.signal);
+    return 0;
+  }
+  await runLocal({
+    ...options,
+    logFormat: options.sources.logFormat === "default" ? "text" : options.logFormat,
+  });
+  return 0;
+};

@@ -1,0 +1,264 @@
+/**
+ * The controller's options: one table, read from flags, then environment, then a YAML config file,
+ * then the default. A bad value stops start-up with a message that names the option, where it came
+ * from, and what is accepted.
+ */
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { parse as parseYaml } from "yaml";
+
+export type Source = "flag" | "env" | "config" | "default";
+
+export class OptionError extends Error {
+  override readonly name = "OptionError";
+}
+
+interface Spec<A> {
+  readonly flag: string;
+  readonly env: string;
+  readonly help: string;
+  /** Shown in `--help` and in errors: what is accepted. */
+  readonly accepts: string;
+  readonly multiple?: boolean;
+  readonly boolean?: boolean;
+  readonly fallback: A;
+  readonly parse: (raw: string) => A | undefined;
+}
+
+const durationPattern = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** `250ms`, `15s`, `2m`, `1h` → milliseconds. */
+export const parseDuration = (raw: string): number | undefined => {
+  const match = durationPattern.exec(raw.trim());
+  if (match === null) return undefined;
+  const [, amount, unit] = match;
+  return Number(amount) * (units[unit ?? "ms"] ?? 1);
+};
+
+const positiveInt = (raw: string): number | undefined =>
+  /^\d+$/.test(raw) && Number(raw) >= 1 ? Number(raw) : undefined;
+const oneOf =
+  <const T extends string>(...values: T[]) =>
+  (raw: string): T | undefined =>
+    (values as string[]).includes(raw) ? (raw as T) : undefined;
+
+export interface ResolveRule {
+  readonly host: string;
+  readonly port: number | "*";
+  readonly address: string;
+}
+
+/** curl's `--resolve HOST:PORT:ADDRESS` (PORT may be `*`; an IPv6 ADDRESS in brackets). */
+export const parseResolve = (raw: string): ResolveRule | undefined => {
+  const match = /^([^:]+):(\*|\d{1,5}):(\[[\da-fA-F:]+\]|[^:]+)$/.exec(raw);
+  if (match === null) return undefined;
+  const [, host, port, target] = match;
+  if (host === undefined || port === undefined || target === undefined) return undefined;
+  return { host, port: port === "*" ? "*" : Number(port), address: target.replace(/^\[|\]$/g, "") };
+};
+
+export const controllerOptionSpecs = {
+  kubeconfig: {
+    flag: "kubeconfig",
+    env: "KUBECONFIG",
+    help: "kubeconfig file (default: in-cluster, then ~/.kube/config)",
+    accepts: "a path",
+    fallback: "",
+    parse: (raw: string) => raw,
+  } satisfies Spec<string>,
+  namespaces: {
+    flag: "namespace",
+    env: "OPSTASK_NAMESPACES",
+    help: "namespaces to watch, repeatable or comma-separated (default: all)",
+    accepts: "namespace names",
+    multiple: true,
+    fallback: [] as string[],
+    parse: (raw: string) =>
+      raw.split(",").every((n) => /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n)) ? raw.split(",") : undefined,
+  } satisfies Spec<string[]>,
+  concurrency: {
+    flag: "concurrency",
+    env: "OPSTASK_CONCURRENCY",
+    help: "passes run at once (handler calls do not count)",
+    accepts: "an integer ≥ 1",
+    fallback: 3,
+    parse: positiveInt,
+  } satisfies Spec<number>,
+  requeueInterval: {
+    flag: "requeue-interval",
+    env: "OPSTASK_REQUEUE_INTERVAL",
+    help: "poll interval of waiting tasks",
+    accepts: "a duration such as 15s",
+    fallback: 15_000,
+    parse: parseDuration,
+  } satisfies Spec<number>,
+  backoffBase: {
+    flag: "backoff-base",
+    env: "OPSTASK_BACKOFF_BASE",
+    help: "first delay after a transient error, doubled per retry",
+    accepts: "a duration such as 10ms",
+    fallback: 10,
+    parse: parseDuration,
+  } satisfies Spec<number>,
+  backoffCap: {
+    flag: "backoff-cap",
+    env: "OPSTASK_BACKOFF_CAP",
+    help: "longest delay after transient errors (default: the requeue interval)",
+    accepts: "a duration such as 15s",
+    fallback: 0,
+    parse: parseDuration,
+  } satisfies Spec<number>,
+  duplicatePolicy: {
+    flag: "duplicate-policy",
+    env: "OPSTASK_DUPLICATE_POLICY",
+    help: "a second task for a busy etcd: reject it (druid) or queue it (FIFO)",
+    accepts: "reject | queue",
+    fallback: "reject" as "reject" | "queue",
+    parse: oneOf("reject", "queue"),
+  } satisfies Spec<"reject" | "queue">,
+  phaseDeadline: {
+    flag: "phase-deadline",
+    env: "OPSTASK_PHASE_DEADLINE",
+    help: "end a phase that keeps failing transiently after this long (default: off)",
+    accepts: "a duration such as 30m",
+    fallback: 0,
+    parse: parseDuration,
+  } satisfies Spec<number>,
+  resolve: {
+    flag: "resolve",
+    env: "OPSTASK_RESOLVE",
+    help: "dial ADDRESS for HOST:PORT (curl semantics; TLS still verifies HOST), repeatable",
+    accepts: "HOST:PORT:ADDRESS, PORT may be *",
+    multiple: true,
+    fallback: [] as ResolveRule[],
+    parse: (raw: string) => {
+      const rules = raw.split(",").map(parseResolve);
+      return rules.every((r) => r !== undefined) ? (rules as ResolveRule[]) : undefined;
+    },
+  } satisfies Spec<ResolveRule[]>,
+  logLevel: {
+    flag: "log-level",
+    env: "OPSTASK_LOG_LEVEL",
+    help: "least severe log level shown",
+    accepts: "debug | info | warn | error",
+    fallback: "info" as "debug" | "info" | "warn" | "error",
+    parse: oneOf("debug", "info", "warn", "error"),
+  } satisfies Spec<"debug" | "info" | "warn" | "error">,
+  logFormat: {
+    flag: "log-format",
+    env: "OPSTASK_LOG_FORMAT",
+    help: "log line format",
+    accepts: "json | text",
+    fallback: "json" as "json" | "text",
+    parse: oneOf("json", "text"),
+  } satisfies Spec<"json" | "text">,
+} as const;
+
+type Specs = typeof controllerOptionSpecs;
+export type ControllerOptions = { readonly [K in keyof Specs]: Specs[K]["fallback"] } & {
+  readonly sources: { readonly [K in keyof Specs]: Source };
+};
+
+const configKey = (flag: string): string => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/**
+ * Reads the options. `argv` are the subcommand's arguments; `--config FILE` (or `OPSTASK_CONFIG`)
+ * names a YAML file whose keys are the flags in camelCase (`requeueInterval: 5s`).
+ */
+export const readControllerOptions = (
+  argv: ReadonlyArray<string>,
+  env: NodeJS.ProcessEnv = process.env,
+): ControllerOptions => {
+  const flagOptions: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = {
+    config: { type: "string" },
+  };
+  for (const spec of Object.values(controllerOptionSpecs)) {
+    flagOptions[spec.flag] = {
+      type: "string",
+      ...("multiple" in spec && spec.multiple ? { multiple: true } : {}),
+    };
+  }
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: [...argv], options: flagOptions, strict: true, allowPositionals: false });
+  } catch (error) {
+    throw new OptionError(
+      `${error instanceof Error ? error.message : String(error)}; see 'opstask controller --help'`,
+    );
+  }
+  const configPath = (parsed.values.config as string | undefined) ?? env.OPSTASK_CONFIG;
+  let config: Record<string, unknown> = {};
+  if (configPath !== undefined) {
+    try {
+      const loaded: unknown = parseYaml(readFileSync(configPath, "utf8"));
+      if (loaded !== null && typeof loaded === "object" && !Array.isArray(loaded))
+        config = loaded as Record<string, unknown>;
+      else
+        throw new OptionError(`config file ${configPath}: expected a YAML mapping of option names to values`);
+    } catch (error) {
+      if (error instanceof OptionError) throw error;
+      throw new OptionError(
+        `config file ${configPath}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    const known = new Set(Object.values(controllerOptionSpecs).map((spec) => configKey(spec.flag)));
+    for (const key of Object.keys(config)) {
+      if (!known.has(key))
+        throw new OptionError(
+          `config file ${configPath}: unknown option "${key}" (known: ${[...known].join(", ")})`,
+        );
+    }
+  }
+  const values: Record<string, unknown> = {};
+  const sources: Record<string, Source> = {};
+  for (const [name, spec] of Object.entries(controllerOptionSpecs) as Array<[keyof Specs, Spec<unknown>]>) {
+    const fromFlag = parsed.values[spec.flag];
+    const fromEnv = env[spec.env];
+    const fromConfig = config[configKey(spec.flag)];
+    const [raw, source]: [string | undefined, Source] =
+      fromFlag !== undefined
+        ? [Array.isArray(fromFlag) ? fromFlag.join(",") : String(fromFlag), "flag"]
+        : fromEnv !== undefined && fromEnv !== ""
+          ? [fromEnv, "env"]
+          : fromConfig !== undefined
+            ? [Array.isArray(fromConfig) ? fromConfig.map(String).join(",") : String(fromConfig), "config"]
+            : [undefined, "default"];
+    if (raw === undefined) {
+      values[name] = spec.fallback;
+      sources[name] = "default";
+      continue;
+    }
+    const value = spec.parse(raw);
+    if (value === undefined) {
+      const where =
+        source === "flag"
+          ? `--${spec.flag}`
+          : source === "env"
+            ? `$${spec.env}`
+            : `${configKey(spec.flag)} in ${configPath}`;
+      throw new OptionError(`invalid value "${raw}" for ${where}: expected ${spec.accepts}`);
+    }
+    values[name] = value;
+    sources[name] = source;
+  }
+  if (values.backoffCap === 0) values.backoffCap = values.requeueInterval;
+  return {
+    ...(values as { [K in keyof Specs]: Specs[K]["fallback"] }),
+    sources: sources as ControllerOptions["sources"],
+  };
+};
+
+export const controllerHelp = (): string =>
+  [
+    "Usage: opstask controller [options]",
+    "",
+    "Every option can also come from an environment variable or a YAML config file (--config FILE,",
+    "keys in camelCase). Flags win over the environment, which wins over the file.",
+    "",
+    ...Object.values(controllerOptionSpecs).map(
+      (spec) =>
+        `  --${spec.flag.padEnd(18)} ${spec.help}\n  ${"".padEnd(20)} ${spec.accepts}; env ${spec.env}`,
+    ),
+    `  --${"config".padEnd(18)} YAML file with any of the above; env OPSTASK_CONFIG`,
+  ].join("\n");
