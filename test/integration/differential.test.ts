@@ -125,7 +125,8 @@ const historyOf = (events: ReadonlyArray<Event>): Record<string, string[]> => {
     if (!incarnation.has(meta.uid))
       incarnation.set(meta.uid, Object.keys(out).filter((k) => k.startsWith(`${meta.name}#`)).length);
     const key = `${meta.name}#${incarnation.get(meta.uid)}`;
-    const lines = (out[key] ??= []);
+    const lines = out[key] ?? [];
+    out[key] = lines;
     const before = last.get(meta.uid);
     if (event.type === "DELETED") {
       lines.push("deleted");
