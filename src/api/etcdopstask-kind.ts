@@ -1,5 +1,5 @@
 /** EtcdOpsTask as a `TaskKind`: what the generic lifecycle needs to run druid's task resource. */
-import { Result } from "effect";
+import { Result, SchemaParser } from "effect";
 import type { TaskKind } from "../reconcile/task-kind.ts";
 import {
   decodeEtcdOpsTask,
@@ -8,18 +8,39 @@ import {
   Group,
   Kind,
   Plural,
+  TtlLimits,
   Version,
 } from "./etcdopstask.ts";
+import { TaskStatusSchema } from "./status-schema.ts";
+
+const decodeStatus = SchemaParser.decodeUnknownResult(TaskStatusSchema);
+
+/** The status of an object whose spec does not decode, if the status itself does. */
+const statusOf = (object: unknown) => {
+  const raw = typeof object === "object" && object !== null && "status" in object ? object.status : undefined;
+  if (raw === undefined) return undefined;
+  const decoded = decodeStatus(raw);
+  return Result.isSuccess(decoded) ? decoded.success : undefined;
+};
 
 export const etcdOpsTaskKind: TaskKind<EtcdOpsTask> = {
   resource: { group: Group, version: Version, kind: Kind, plural: Plural },
   finalizer: Finalizer,
   vocabulary: { kind: Kind, group: "etcd" },
+  defaultTtlSeconds: TtlLimits.default,
   decode: (object) => {
     const decoded = decodeEtcdOpsTask(object);
     if (Result.isSuccess(decoded)) return { ok: true, task: decoded.success };
     const { errors, metadata } = decoded.failure;
-    return { ok: false, failure: metadata === undefined ? { errors } : { errors, metadata } };
+    const status = statusOf(object);
+    return {
+      ok: false,
+      failure: {
+        errors,
+        ...(metadata === undefined ? {} : { metadata }),
+        ...(status === undefined ? {} : { status }),
+      },
+    };
   },
   facts: (task) => ({
     metadata: task.metadata,

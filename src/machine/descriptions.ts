@@ -12,6 +12,7 @@ export const describe = {
   cleanupCompleted: "Cleanup completed",
   cleanupSkippedRejected: "Cleanup skipped for rejected task",
   unsupported: "Task config is not supported by this controller",
+  invalid: "Task is invalid; see lastErrors for the fields to fix",
   duplicate: (words: Vocabulary): string =>
     `${words.kind} for the same ${words.group} is already in progress`,
   queued: (words: Vocabulary, peer: PeerTask): string =>
@@ -28,9 +29,9 @@ export const lifecycleErrors = {
     message: "duplicate task found",
     cause: `an ${words.kind} for ${words.group} ${namespace}/${group} is already present (task: ${peer.name})`,
   }),
-  unsupported: (reason: string): TaskError => ({
-    code: "ERR_UNSUPPORTED_TASK",
-    message: "unsupported task config",
+  unsupported: (code: "ERR_UNSUPPORTED_TASK" | "ERR_INVALID_TASK", reason: string): TaskError => ({
+    code,
+    message: code === "ERR_INVALID_TASK" ? "invalid task" : "unsupported task config",
     cause: reason,
   }),
   deadline: (type: OperationType, deadlineMs: number, last: TaskError | undefined): TaskError => ({

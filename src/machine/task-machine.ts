@@ -249,16 +249,24 @@ const effects = lifecycle.extend({
     ),
     rejectUnsupported: lifecycle.assign(
       edit((context) => {
-        const reason = context.input.task.unsupported?.reason ?? "unknown config";
-        const status = operate(context, enter(context, "Rejected"), "admit", "Failed", describe.unsupported);
-        return withError(status, "Admit", lifecycleErrors.unsupported(reason), context.now);
+        const { code, reason } = context.input.task.unsupported ?? {
+          code: "ERR_UNSUPPORTED_TASK",
+          reason: "unknown config",
+        };
+        const text = code === "ERR_INVALID_TASK" ? describe.invalid : describe.unsupported;
+        const status = operate(context, enter(context, "Rejected"), "admit", "Failed", text);
+        return withError(status, "Admit", lifecycleErrors.unsupported(code, reason), context.now);
       }),
     ),
     failUnsupported: lifecycle.assign(
       edit((context) => {
-        const reason = context.input.task.unsupported?.reason ?? "unknown config";
-        const status = operate(context, enter(context, "Failed"), "execute", "Failed", describe.unsupported);
-        return withError(status, "Execution", lifecycleErrors.unsupported(reason), context.now);
+        const { code, reason } = context.input.task.unsupported ?? {
+          code: "ERR_UNSUPPORTED_TASK",
+          reason: "unknown config",
+        };
+        const text = code === "ERR_INVALID_TASK" ? describe.invalid : describe.unsupported;
+        const status = operate(context, enter(context, "Failed"), "execute", "Failed", text);
+        return withError(status, "Execution", lifecycleErrors.unsupported(code, reason), context.now);
       }),
     ),
     recordCompletion: lifecycle.assign(({ context, event }) => {

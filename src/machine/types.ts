@@ -92,8 +92,14 @@ export interface TaskObservation {
   readonly ttlSeconds: number;
   /** The admission group (druid: `spec.etcdName`); tasks without one never conflict. */
   readonly group?: string;
-  /** Set when no handler exists for the task's config; the task is Rejected and stays deletable. */
-  readonly unsupported?: { readonly reason: string };
+  /**
+   * Set when the task cannot run: no handler exists for its config (ERR_UNSUPPORTED_TASK), or it does
+   * not decode (ERR_INVALID_TASK). It is Rejected and stays deletable.
+   */
+  readonly unsupported?: {
+    readonly code: "ERR_UNSUPPORTED_TASK" | "ERR_INVALID_TASK";
+    readonly reason: string;
+  };
   readonly status: TaskStatus;
 }
 

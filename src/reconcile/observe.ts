@@ -21,15 +21,26 @@ export const observe = (facts: TaskFacts, supported: ReadonlyArray<string>): Tas
     ...(Number.isInteger(version) ? { machineVersion: version } : {}),
     ttlSeconds: facts.ttlSeconds,
     ...(facts.group === undefined ? {} : { group: facts.group }),
-    ...(supported.includes(facts.member)
-      ? {}
-      : {
-          unsupported: {
-            reason: `config member "${facts.member}" is not supported by this controller (supported: ${supported.join(", ")})`,
-          },
-        }),
+    ...unsupportedOf(facts, supported),
     status: facts.status,
   };
+};
+
+const unsupportedOf = (
+  facts: TaskFacts,
+  supported: ReadonlyArray<string>,
+): Pick<TaskObservation, "unsupported"> => {
+  if (facts.invalid !== undefined) {
+    return {
+      unsupported: {
+        code: "ERR_INVALID_TASK",
+        reason: `the task does not decode: ${facts.invalid.join("; ")}`,
+      },
+    };
+  }
+  if (supported.includes(facts.member)) return {};
+  const reason = `config member "${facts.member}" is not supported by this controller (supported: ${supported.join(", ")})`;
+  return { unsupported: { code: "ERR_UNSUPPORTED_TASK", reason } };
 };
 
 export const asPeer = (facts: TaskFacts): PeerTask => ({

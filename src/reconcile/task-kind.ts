@@ -34,6 +34,11 @@ export interface TaskFacts {
   /** The config member that selects the handler, e.g. `onDemandSnapshot`. */
   readonly member: string;
   readonly status: TaskStatus;
+  /**
+   * Set when the object does not decode (its metadata does): the field errors. Such a task is
+   * Rejected with ERR_INVALID_TASK naming them, and stays deletable.
+   */
+  readonly invalid?: ReadonlyArray<string>;
 }
 
 /** A decode failure, one line per problem, each naming the field (`spec.config.x.type: expected …`). */
@@ -41,6 +46,8 @@ export interface TaskDecodeFailure {
   readonly errors: ReadonlyArray<string>;
   /** Present when the metadata decodes, so that an unreadable task can still be released and deleted. */
   readonly metadata?: TaskMeta;
+  /** The status, when it decodes on its own. */
+  readonly status?: TaskStatus;
 }
 
 export type Decoded<Task> =
@@ -54,7 +61,22 @@ export interface TaskKind<Task> {
   readonly vocabulary: Vocabulary;
   readonly decode: (object: unknown) => Decoded<Task>;
   readonly facts: (task: Task) => TaskFacts;
+  /** The TTL of a task whose spec does not decode (the CRD's default). */
+  readonly defaultTtlSeconds: number;
 }
+
+/**
+ * The facts of a stored object: decoded, or — when only its metadata decodes — marked invalid with
+ * the field errors, so that the lifecycle can reject it and delete it after its TTL. Undefined only
+ * for an object without readable metadata, which nobody can act on.
+ */
+export const readFacts = <Task>(kind: TaskKind<Task>, object: unknown): TaskFacts | undefined => {
+  const decoded = kind.decode(object);
+  if (decoded.ok) return kind.facts(decoded.task);
+  const { metadata, status, errors } = decoded.failure;
+  if (metadata === undefined) return undefined;
+  return { metadata, ttlSeconds: kind.defaultTtlSeconds, member: "", status: status ?? {}, invalid: errors };
+};
 
 /** The annotation that records which machine version last claimed an object (status fields may be pruned). */
 export const machineVersionAnnotation = "opstask.gardener.cloud/machine-version";

@@ -29,7 +29,7 @@ import type { KnownResult, LifecycleConfig, PassInput, Phase, PhaseOutcome } fro
 import { defectOutcome } from "../reconcile/handler-defect.ts";
 import { observe, peersOf } from "../reconcile/observe.ts";
 import { advance, deliver, nextEffect, type Pass, passEnd, startPass } from "../reconcile/pass.ts";
-import type { ResourceRef, TaskFacts, TaskKind } from "../reconcile/task-kind.ts";
+import { type ResourceRef, readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind.ts";
 import { makeInformer } from "./informer.ts";
 import { type TriggerReason, TriggerReasons } from "./trigger-reason.ts";
 import { makeWorkQueue } from "./work-queue.ts";
@@ -128,8 +128,7 @@ export const runController = <Task, R>(
       const cached = factsCache.get(object.metadata.uid);
       if (cached !== undefined && cached.resourceVersion === object.metadata.resourceVersion)
         return cached.facts;
-      const decoded = kind.decode(object);
-      const facts = decoded.ok ? kind.facts(decoded.task) : undefined;
+      const facts = readFacts(kind, object);
       factsCache.set(object.metadata.uid, { resourceVersion: object.metadata.resourceVersion, facts });
       return facts;
     };
@@ -332,7 +331,9 @@ export const runController = <Task, R>(
         if (facts === undefined) {
           const decoded = kind.decode(object);
           const errors = decoded.ok ? [] : decoded.failure.errors;
-          yield* Effect.logError("task does not decode; fix the object").pipe(
+          // Not even its metadata decodes: nothing can be written to it. (A bad spec or status is
+          // handled by the machine: the task is Rejected with ERR_INVALID_TASK naming the fields.)
+          yield* Effect.logError("task metadata does not decode; fix the object").pipe(
             Effect.annotateLogs({ task: key, errors: errors.join("; ") }),
           );
           return;

@@ -173,6 +173,28 @@ describe("task lifecycle against a real API server", () => {
     expect(handlers.calls.filter((c) => c.task === "flaky" && c.phase === "execute")).toHaveLength(4);
   });
 
+  it("rejects a task the API server accepts but opstask cannot read (int32 overflow) with ERR_INVALID_TASK", async () => {
+    await api.createNamespacedCustomObject({
+      ...group,
+      namespace,
+      body: {
+        apiVersion: "druid.gardener.cloud/v1alpha1",
+        kind: "EtcdOpsTask",
+        metadata: { name: "overflow", namespace },
+        spec: {
+          etcdName: "etcd-overflow",
+          ttlSecondsAfterFinished: 2_147_483_648,
+          config: { onDemandSnapshot: { type: "full" } },
+        },
+      },
+    });
+    const rejected = await stateOf("overflow", "Rejected");
+    expect(rejected.status?.lastErrors?.[0]?.code).toBe("ERR_INVALID_TASK");
+    expect(rejected.status?.lastErrors?.[0]?.description).toContain("spec.ttlSecondsAfterFinished");
+    await api.deleteNamespacedCustomObject({ ...group, namespace, name: "overflow" });
+    await goneOf("overflow");
+  });
+
   it("does not repeat a handler call when a label is edited during it", async () => {
     handlers.scripts.set("labelled", { execute: [{ hang: true }] });
     await create("labelled", "etcd-labelled", 3600);

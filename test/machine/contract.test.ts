@@ -160,6 +160,27 @@ describe("§1.9 admission", () => {
   });
 });
 
+describe("bad input", () => {
+  it("rejects a task that does not decode with ERR_INVALID_TASK naming the field, and deletes it after the TTL", () => {
+    const { server, controller } = simulation(scripted({}));
+    // The API server does not enforce int32 on CRD fields; the controller must still say what is wrong.
+    const object = taskObject("t", { etcd: "e1" });
+    server.create({
+      ...object,
+      spec: { ...(object.spec as JsonObject), ttlSecondsAfterFinished: 2_147_483_648 },
+    });
+    controller.runUntilIdle();
+    const status = statusOf(server, "t");
+    expect(status.state).toBe("Rejected");
+    expect(status.lastOperation?.description).toBe("Task is invalid; see lastErrors for the fields to fix");
+    expect(status.lastErrors?.[0]?.code).toBe("ERR_INVALID_TASK");
+    expect(status.lastErrors?.[0]?.description).toContain("spec.ttlSecondsAfterFinished");
+    expect(controller.calls).toHaveLength(0);
+    controller.advanceAndRun(3_600_000);
+    expect(server.get(namespace, "t").ok).toBe(false);
+  });
+});
+
 describe("§1.7 and decision 6: transient errors", () => {
   it("back off exponentially, keep the newest 10 errors, and keep them after success", () => {
     const { server, controller } = simulation(

@@ -120,10 +120,17 @@ const situations: Record<string, PassInput> = {
   "deleted, not ours": input({ task: { finalizers: [foreign], deletingSince: now - 500 } }),
   "written by a newer machine": input({ task: { ...claimed, machineVersion: 99 } }),
   "unsupported config": input({
-    task: { ...claimed, unsupported: { reason: "config member x is not supported" } },
+    task: {
+      ...claimed,
+      unsupported: { code: "ERR_UNSUPPORTED_TASK", reason: "config member x is not supported" },
+    },
   }),
   "unsupported config, in progress": input({
-    task: { ...claimed, status: inProgress, unsupported: { reason: "config member x is not supported" } },
+    task: {
+      ...claimed,
+      status: inProgress,
+      unsupported: { code: "ERR_UNSUPPORTED_TASK", reason: "config member x is not supported" },
+    },
   }),
   "blocked by an older task (reject)": input({ task: claimed, peers: [olderPeer] }),
   "blocked by an older task (queue)": input({

@@ -26,7 +26,7 @@ import {
   startPass,
   type TransitionRecord,
 } from "../../reconcile/pass.ts";
-import type { TaskFacts, TaskKind } from "../../reconcile/task-kind.ts";
+import { readFacts, type TaskFacts, type TaskKind } from "../../reconcile/task-kind.ts";
 import type { MemoryApiServer, WatchEvent } from "./api-server.ts";
 import type { FakeClock } from "./clock.ts";
 import type { JsonObject } from "./merge-patch.ts";
@@ -282,9 +282,8 @@ export class SimulatedController<Task> {
   }
 
   #onWatch(event: WatchEvent): void {
-    const decoded = this.#options.kind.decode(event.object);
-    if (!decoded.ok) return;
-    const facts = this.#options.kind.facts(decoded.task);
+    const facts = readFacts(this.#options.kind, event.object);
+    if (facts === undefined) return;
     const key = `${facts.metadata.namespace}/${facts.metadata.name}`;
     // What peers' admission reads of this task: its state and whether it is being deleted.
     const seenByPeers = `${facts.status.state ?? "-"}|${facts.metadata.deletionTimestamp === undefined ? "" : "deleting"}`;
@@ -334,8 +333,8 @@ export class SimulatedController<Task> {
 
   #facts(): TaskFacts[] {
     return this.#options.server.list().flatMap((object) => {
-      const decoded = this.#options.kind.decode(object);
-      return decoded.ok ? [this.#options.kind.facts(decoded.task)] : [];
+      const facts = readFacts(this.#options.kind, object);
+      return facts === undefined ? [] : [facts];
     });
   }
 
@@ -349,9 +348,8 @@ export class SimulatedController<Task> {
     const [namespace, name] = splitKey(key);
     const stored = this.#options.server.get(namespace, name);
     if (!stored.ok) return;
-    const decoded = this.#options.kind.decode(stored.value);
-    if (!decoded.ok) return;
-    const facts = this.#options.kind.facts(decoded.task);
+    const facts = readFacts(this.#options.kind, stored.value);
+    if (facts === undefined) return;
     const uid = facts.metadata.uid;
     const groupKey = facts.group === undefined ? undefined : `${namespace}/${facts.group}`;
     const state = facts.status.state;
@@ -412,9 +410,8 @@ export class SimulatedController<Task> {
       const [namespace, name] = splitKey(key);
       const stored = this.#options.server.get(namespace, name);
       if (!stored.ok || (stored.value.metadata as JsonObject).resourceVersion !== resourceVersion) continue;
-      const decoded = this.#options.kind.decode(stored.value);
-      if (!decoded.ok) continue;
-      const facts = this.#options.kind.facts(decoded.task);
+      const facts = readFacts(this.#options.kind, stored.value);
+      if (facts === undefined) continue;
       if (this.#outbox.has(facts.metadata.uid)) continue;
       let pass = startPass(this.#input(facts, undefined, at));
       // Follow the pass through effects that need no answer; a RunPhase would be reported as such.
@@ -635,7 +632,7 @@ export class SimulatedController<Task> {
   terminalOrGone(namespace: string, name: string): boolean {
     const stored = this.#options.server.get(namespace, name);
     if (!stored.ok) return true;
-    const decoded = this.#options.kind.decode(stored.value);
-    return decoded.ok && isTerminal(this.#options.kind.facts(decoded.task).status.state);
+    const facts = readFacts(this.#options.kind, stored.value);
+    return facts !== undefined && isTerminal(facts.status.state);
   }
 }
