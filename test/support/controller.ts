@@ -72,9 +72,18 @@ export interface RunningController {
 }
 
 /** Starts the controller; `stop()` closes its scope (interrupting calls in flight, like a crash of the process). */
-export const startController = async (
+export const startController = (
   kubeConfig: KubeConfig,
   registry: HandlerRegistry<EtcdOpsTask>,
+  overrides: Partial<LifecycleConfig> = {},
+  namespace?: string,
+): Promise<RunningController> => startControllerWith(kubeConfig, registry, Layer.empty, overrides, namespace);
+
+/** As `startController`, for handlers that need services (`services` provides them). */
+export const startControllerWith = async <R>(
+  kubeConfig: KubeConfig,
+  registry: HandlerRegistry<EtcdOpsTask, R>,
+  services: Layer.Layer<R>,
   overrides: Partial<LifecycleConfig> = {},
   namespace?: string,
 ): Promise<RunningController> => {
@@ -82,6 +91,7 @@ export const startController = async (
   const counter = new RequestCounter();
   const layer = Layer.mergeAll(
     kubernetesLayer({ kubeConfig, resource: etcdOpsTaskKind.resource, counter }),
+    services,
     Logger.layer([]),
   );
   const program = runController({
