@@ -10,7 +10,10 @@ import { etcdHandlerLayer, etcdHandlers } from "../handlers/etcd-registry.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
-import { runController } from "../runtime/controller.ts";
+import { type ControllerHandle, runController } from "../runtime/controller.ts";
+import { makeControllerMetrics } from "../runtime/metrics.ts";
+import type { WorkQueueMetrics } from "../runtime/work-queue.ts";
+import { startOpsServer } from "./ops-server.ts";
 import { type ControllerOptions, controllerHelp, readControllerOptions } from "./options.ts";
 
 /** In-cluster when running in a pod, else the named file, else the default kubeconfig. */
@@ -40,9 +43,26 @@ export const serveController = async (
   });
   const namespaces: ReadonlyArray<string | undefined> =
     options.namespaces.length === 0 ? [undefined] : options.namespaces;
+  const metrics = makeControllerMetrics();
+  const handles: ControllerHandle[] = [];
+  let synced = 0;
+  metrics.attach({
+    queue: () => sumQueues(handles.map((handle) => handle.queue())),
+    handlerCallsInFlight: () => handles.reduce((total, handle) => total + handle.stats().inFlightCalls, 0),
+    requests: counter,
+    leader: () => true,
+  });
+  const servers = [
+    await startOpsServer(options.metricsAddress, { registry: metrics.registry }),
+    await startOpsServer(options.probeAddress, {
+      notReady: () =>
+        synced < namespaces.length ? `caches not synced (${synced}/${namespaces.length})` : undefined,
+    }),
+  ];
   const program = Effect.gen(function* () {
     for (const namespace of namespaces) {
       const handle = yield* runController({
+        observer: metrics.observer,
         kind: etcdOpsTaskKind,
         handlers: etcdHandlers,
         config,
@@ -52,7 +72,9 @@ export const serveController = async (
         groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
         ...(namespace === undefined ? {} : { namespace }),
       });
+      handles.push(handle);
       yield* handle.synced;
+      synced += 1;
       yield* Effect.logInfo("watching EtcdOpsTasks").pipe(
         Effect.annotateLogs({ namespace: namespace ?? "(all)" }),
       );
@@ -79,6 +101,30 @@ export const serveController = async (
   });
   await Effect.runPromise(Fiber.interrupt(fiber));
   await Effect.runPromise(Scope.close(scope, Exit.void));
+  await Promise.all(
+    servers.map(
+      (server) =>
+        new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve()))),
+    ),
+  );
+};
+
+/** Queue figures of several controllers (one per namespace) as one. */
+const sumQueues = (queues: ReadonlyArray<WorkQueueMetrics>): WorkQueueMetrics => {
+  const sum = (pick: (q: WorkQueueMetrics) => number) => queues.reduce((total, q) => total + pick(q), 0);
+  return {
+    depth: sum((q) => q.depth),
+    inFlight: sum((q) => q.inFlight),
+    delayed: sum((q) => q.delayed),
+    adds: sum((q) => q.adds),
+    deduplicated: sum((q) => q.deduplicated),
+    started: sum((q) => q.started),
+    processed: sum((q) => q.processed),
+    failures: sum((q) => q.failures),
+    waitTotalMs: sum((q) => q.waitTotalMs),
+    waitMaxMs: Math.max(0, ...queues.map((q) => q.waitMaxMs)),
+    processingTotalMs: sum((q) => q.processingTotalMs),
+  };
 };
 
 export const controllerCommand = async (argv: ReadonlyArray<string>): Promise<number> => {

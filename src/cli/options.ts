@@ -38,6 +38,8 @@ export const parseDuration = (raw: string): number | undefined => {
 
 const positiveInt = (raw: string): number | undefined =>
   /^\d+$/.test(raw) && Number(raw) >= 1 ? Number(raw) : undefined;
+const address = (raw: string): string | undefined =>
+  raw === "0" || /^([\w.-]*|\[[\da-fA-F:]+\]):\d{1,5}$/.test(raw) ? raw : undefined;
 const oneOf =
   <const T extends string>(...values: T[]) =>
   (raw: string): T | undefined =>
@@ -137,6 +139,22 @@ export const controllerOptionSpecs = {
       return rules.every((r) => r !== undefined) ? (rules as ResolveRule[]) : undefined;
     },
   } satisfies Spec<ResolveRule[]>,
+  metricsAddress: {
+    flag: "metrics-address",
+    env: "OPSTASK_METRICS_ADDRESS",
+    help: "where /metrics is served (0: off)",
+    accepts: "HOST:PORT, :PORT or 0",
+    fallback: ":8080",
+    parse: address,
+  } satisfies Spec<string>,
+  probeAddress: {
+    flag: "probe-address",
+    env: "OPSTASK_PROBE_ADDRESS",
+    help: "where /healthz and /readyz are served (0: off)",
+    accepts: "HOST:PORT, :PORT or 0",
+    fallback: ":8081",
+    parse: address,
+  } satisfies Spec<string>,
   logLevel: {
     flag: "log-level",
     env: "OPSTASK_LOG_LEVEL",

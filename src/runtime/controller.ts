@@ -31,8 +31,9 @@ import { observe, peersOf } from "../reconcile/observe.ts";
 import { advance, deliver, nextEffect, type Pass, passEnd, startPass } from "../reconcile/pass.ts";
 import { type ResourceRef, readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind.ts";
 import { makeInformer } from "./informer.ts";
+import { type ControllerObserver, noObserver, type TaskLabels } from "./metrics.ts";
 import { type TriggerReason, TriggerReasons } from "./trigger-reason.ts";
-import { makeWorkQueue } from "./work-queue.ts";
+import { makeWorkQueue, type WorkQueueMetrics } from "./work-queue.ts";
 
 export interface ControllerOptions<Task, R> {
   readonly kind: TaskKind<Task>;
@@ -52,6 +53,8 @@ export interface ControllerOptions<Task, R> {
   readonly groupResource?: Pick<ResourceRef, "group" | "version" | "plural">;
   /** Where the informers count their LIST and WATCH requests (share the writer's to see every request). */
   readonly counter?: RequestCounter;
+  /** Told about every pass and every finished task (metrics). */
+  readonly observer?: ControllerObserver;
 }
 
 /** What the controller exposes while it runs. */
@@ -59,6 +62,7 @@ export interface ControllerHandle {
   /** Completes once the task cache holds the first LIST. */
   readonly synced: Effect.Effect<void>;
   readonly stats: () => ControllerStats;
+  readonly queue: () => WorkQueueMetrics;
 }
 
 export interface ControllerStats {
@@ -78,6 +82,9 @@ interface Running {
   readonly key: string;
   readonly uid: string;
   readonly runId: string;
+  /** Labels of the task's metrics (type, etcd, namespace). */
+  readonly labels: Omit<TaskLabels, "state">;
+  readonly createdAt: number;
   object: KubeObject;
   /** A handler result not yet on the object, and whether it came from the outbox. */
   unpersisted?: KnownResult | undefined;
@@ -98,6 +105,7 @@ export const runController = <Task, R>(
 ): Effect.Effect<ControllerHandle, never, Scope.Scope | R | TaskWriter | EventRecorder> =>
   Effect.gen(function* () {
     const { kind, config, handlers } = options;
+    const observer = options.observer ?? noObserver;
     const writer = yield* TaskWriter;
     const recorder = yield* EventRecorder;
     const supported = Object.keys(handlers).sort();
@@ -212,6 +220,7 @@ export const runController = <Task, R>(
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis;
         stats.passes += 1;
+        observer.passEnded("ended", (now - running.started) / 1000);
         busy.delete(running.key);
         const next = nextRetryState(retry.get(running.uid) ?? noRetry, end, now);
         retry.set(running.uid, next);
@@ -235,6 +244,7 @@ export const runController = <Task, R>(
     const abort = (running: Running, reason: string): Effect.Effect<void> =>
       Effect.gen(function* () {
         stats.aborted += 1;
+        observer.passEnded("aborted", ((yield* Clock.currentTimeMillis) - running.started) / 1000);
         busy.delete(running.key);
         if (running.unpersisted !== undefined) outbox.set(running.uid, running.unpersisted);
         const previous = retry.get(running.uid) ?? noRetry;
@@ -253,6 +263,7 @@ export const runController = <Task, R>(
 
     const gone = (running: Running): Effect.Effect<void> =>
       Effect.gen(function* () {
+        observer.passEnded("gone", ((yield* Clock.currentTimeMillis) - running.started) / 1000);
         busy.delete(running.key);
         retry.delete(running.uid);
         outbox.delete(running.uid);
@@ -307,6 +318,11 @@ export const runController = <Task, R>(
           const written = yield* write(running, effect);
           if (written === "gone") return yield* gone(running);
           if (written !== "ok") return yield* abort(running, `${effect._tag}: ${written.failed.message}`);
+          const finished = effect._tag === "PatchStatus" ? effect.patch.state : undefined;
+          if (typeof finished === "string" && isTerminal(finished)) {
+            const now = yield* Clock.currentTimeMillis;
+            observer.taskFinished({ ...running.labels, state: finished }, (now - running.createdAt) / 1000);
+          }
           if (
             running.unpersisted !== undefined &&
             (effect._tag === "PatchStatus" || effect._tag === "RemoveFinalizer")
@@ -372,6 +388,12 @@ export const runController = <Task, R>(
           key,
           uid,
           runId,
+          labels: {
+            type: facts.member === "" ? "invalid" : facts.member,
+            etcd: facts.group ?? "",
+            namespace,
+          },
+          createdAt: input.task.createdAt,
           object,
           unpersisted: known !== undefined && pass.snapshot.context.replayed ? known : undefined,
           lockedGroup: admitting ? groupKey : undefined,
@@ -475,5 +497,6 @@ export const runController = <Task, R>(
     return {
       synced: informer.synced,
       stats: () => ({ ...stats, writes: { ...stats.writes }, inFlightCalls: busy.size }),
+      queue: () => queue.metrics(),
     };
   });

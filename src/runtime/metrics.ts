@@ -1,0 +1,121 @@
+/**
+ * Prometheus metrics of the controller (prom-client), under the `opstask_` prefix:
+ *
+ * - `opstask_task_duration_seconds` (histogram) and `opstask_tasks_total` (counter), labelled by task
+ *   type, terminal state, etcd and namespace: the metrics etcd-druid's DEP-05 proposes
+ *   (`etcddruid_operator_task_duration_seconds`, `etcddruid_operator_tasks_total`) under our prefix;
+ * - `opstask_reconcile_total{result}` and `opstask_reconcile_duration_seconds`: passes by how they ended;
+ * - `opstask_workqueue_depth`, `…_in_flight`, `…_delayed`, `…_adds_total`, `…_wait_seconds_max`;
+ * - `opstask_handler_calls_in_flight`;
+ * - `opstask_api_requests_total{verb,code}`: every API request, counted at the client;
+ * - `opstask_leader`: 1 while this instance leads (or runs without leader election);
+ * - Node's process metrics (`opstask_process_*`, `opstask_nodejs_*`).
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
+import type { WorkQueueMetrics } from "./work-queue.ts";
+
+export interface TaskLabels {
+  readonly type: string;
+  readonly state: string;
+  readonly etcd: string;
+  readonly namespace: string;
+}
+
+export type PassResult = "ended" | "aborted" | "gone";
+
+/** What the controller reports as it works; `noObserver` when nobody listens. */
+export interface ControllerObserver {
+  readonly passEnded: (result: PassResult, seconds: number) => void;
+  readonly taskFinished: (labels: TaskLabels, seconds: number) => void;
+}
+
+export const noObserver: ControllerObserver = { passEnded: () => {}, taskFinished: () => {} };
+
+export interface MetricSources {
+  readonly queue: () => WorkQueueMetrics;
+  readonly handlerCallsInFlight: () => number;
+  readonly requests: RequestCounter;
+  readonly leader: () => boolean;
+}
+
+export interface ControllerMetrics {
+  readonly registry: Registry;
+  readonly observer: ControllerObserver;
+  /** Adds the gauges that read live state; call once the controller runs. */
+  readonly attach: (sources: MetricSources) => void;
+}
+
+export const makeControllerMetrics = (prefix = "opstask_"): ControllerMetrics => {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix });
+  const taskLabels = ["type", "state", "etcd", "namespace"] as const;
+  const duration = new Histogram({
+    name: `${prefix}task_duration_seconds`,
+    help: "From creation to the terminal state, per finished task",
+    labelNames: taskLabels,
+    buckets: [1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600],
+    registers: [registry],
+  });
+  const tasks = new Counter({
+    name: `${prefix}tasks_total`,
+    help: "Tasks that reached a terminal state",
+    labelNames: taskLabels,
+    registers: [registry],
+  });
+  const passes = new Counter({
+    name: `${prefix}reconcile_total`,
+    help: "Reconcile passes by how they ended",
+    labelNames: ["result"] as const,
+    registers: [registry],
+  });
+  const passSeconds = new Histogram({
+    name: `${prefix}reconcile_duration_seconds`,
+    help: "Reconcile pass duration (handler calls included)",
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 300, 900],
+    registers: [registry],
+  });
+  const observer: ControllerObserver = {
+    passEnded: (result, seconds) => {
+      passes.inc({ result });
+      passSeconds.observe(seconds);
+    },
+    taskFinished: (labels, seconds) => {
+      tasks.inc({ ...labels });
+      duration.observe({ ...labels }, seconds);
+    },
+  };
+  const attach = (sources: MetricSources): void => {
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name: `${prefix}${name}`,
+        help,
+        registers: [registry],
+        collect() {
+          this.set(read());
+        },
+      });
+    gauge("workqueue_depth", "Keys waiting for a worker", () => sources.queue().depth);
+    gauge("workqueue_in_flight", "Keys being reconciled", () => sources.queue().inFlight);
+    gauge("workqueue_delayed", "Keys with a pending requeue timer", () => sources.queue().delayed);
+    gauge("workqueue_adds_total", "Keys added (including fired timers)", () => sources.queue().adds);
+    gauge(
+      "workqueue_wait_seconds_max",
+      "Longest wait of a key for a worker",
+      () => sources.queue().waitMaxMs / 1000,
+    );
+    gauge("handler_calls_in_flight", "Handler calls running", sources.handlerCallsInFlight);
+    gauge("leader", "1 while this instance leads", () => (sources.leader() ? 1 : 0));
+    new Gauge({
+      name: `${prefix}api_requests_total`,
+      help: "API requests by verb and HTTP code (0: no response), retries included",
+      labelNames: ["verb", "code"] as const,
+      registers: [registry],
+      collect() {
+        for (const { verb, code, count } of sources.requests.snapshot())
+          this.set({ verb, code: String(code) }, count);
+      },
+    });
+  };
+  return { registry, observer, attach };
+};
