@@ -3,6 +3,8 @@
  * controller per watched namespace (or one for all), logs as JSON lines with a reconcile ID per pass,
  * and on SIGTERM/SIGINT stops taking work, lets passes in flight finish, and exits 0.
  */
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { KubeConfig } from "@kubernetes/client-node";
 import { Effect, Exit, Fiber, Layer, Logger, References, Scope } from "effect";
 import { etcdOpsTaskKind } from "../api/etcdopstask-kind.ts";
@@ -11,6 +13,7 @@ import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
 import { type ControllerHandle, runController } from "../runtime/controller.ts";
+import { runLeaderElection } from "../runtime/leader-election.ts";
 import { makeControllerMetrics } from "../runtime/metrics.ts";
 import type { WorkQueueMetrics } from "../runtime/work-queue.ts";
 import { startOpsServer } from "./ops-server.ts";
@@ -27,12 +30,15 @@ export const loadKubeConfig = (path: string): KubeConfig => {
 
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const;
 
-/** Runs the controllers until `signal` aborts; resolves when they have stopped. */
+/**
+ * Runs the controllers until `signal` aborts (resolves "stopped") or the Lease is lost (resolves
+ * "lost"), after passes in flight finished and the Lease was released.
+ */
 export const serveController = async (
   kubeConfig: KubeConfig,
   options: ControllerOptions,
   signal: AbortSignal,
-): Promise<void> => {
+): Promise<"stopped" | "lost"> => {
   const counter = new RequestCounter();
   const config = lifecycleConfig(etcdOpsTaskKind, {
     duplicatePolicy: options.duplicatePolicy,
@@ -50,7 +56,7 @@ export const serveController = async (
     queue: () => sumQueues(handles.map((handle) => handle.queue())),
     handlerCallsInFlight: () => handles.reduce((total, handle) => total + handle.stats().inFlightCalls, 0),
     requests: counter,
-    leader: () => true,
+    leader: () => leading,
   });
   const servers = [
     await startOpsServer(options.metricsAddress, { registry: metrics.registry }),
@@ -59,7 +65,9 @@ export const serveController = async (
         synced < namespaces.length ? `caches not synced (${synced}/${namespaces.length})` : undefined,
     }),
   ];
-  const program = Effect.gen(function* () {
+  let leading = !options.leaderElect;
+  let lostLeadership = false;
+  const controllers = Effect.gen(function* () {
     for (const namespace of namespaces) {
       const handle = yield* runController({
         observer: metrics.observer,
@@ -80,6 +88,35 @@ export const serveController = async (
       );
     }
     yield* Effect.never;
+  });
+  const program = Effect.gen(function* () {
+    if (!options.leaderElect) return yield* controllers;
+    const election = yield* runLeaderElection({
+      kubeConfig,
+      namespace: leaseNamespace(options.leaderElectionNamespace),
+      name: options.leaderElectionId,
+      identity: `${hostname()}_${process.pid}`,
+      counter,
+    });
+    yield* Effect.logInfo("standing by until this instance holds the Lease").pipe(
+      Effect.annotateLogs({ lease: options.leaderElectionId }),
+    );
+    yield* election.leading;
+    leading = true;
+    yield* Effect.logInfo("leading");
+    // Losing the Lease ends the process (as client-go's controllers do): another instance leads now.
+    return yield* Effect.raceFirst(
+      controllers,
+      election.lost.pipe(
+        Effect.andThen(
+          Effect.sync(() => {
+            lostLeadership = true;
+            leading = false;
+          }),
+        ),
+        Effect.andThen(Effect.logError("lost the Lease; stopping")),
+      ),
+    );
   });
   const layer = Layer.mergeAll(
     kubernetesLayer({ kubeConfig, resource: etcdOpsTaskKind.resource, counter }),
@@ -107,6 +144,19 @@ export const serveController = async (
         new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve()))),
     ),
   );
+  return lostLeadership ? "lost" : "stopped";
+};
+
+/** The Lease's namespace: as configured, else the pod's (service account mount), else `default`. */
+const leaseNamespace = (configured: string): string => {
+  if (configured !== "") return configured;
+  if (process.env.POD_NAMESPACE !== undefined && process.env.POD_NAMESPACE !== "")
+    return process.env.POD_NAMESPACE;
+  try {
+    return readFileSync("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "utf8").trim();
+  } catch {
+    return "default";
+  }
 };
 
 /** Queue figures of several controllers (one per namespace) as one. */
@@ -137,6 +187,5 @@ export const controllerCommand = async (argv: ReadonlyArray<string>): Promise<nu
   const stop = new AbortController();
   process.once("SIGTERM", () => stop.abort());
   process.once("SIGINT", () => stop.abort());
-  await serveController(kubeConfig, options, stop.signal);
-  return 0;
+  return (await serveController(kubeConfig, options, stop.signal)) === "lost" ? 1 : 0;
 };

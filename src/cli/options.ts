@@ -155,6 +155,31 @@ export const controllerOptionSpecs = {
     fallback: ":8081",
     parse: address,
   } satisfies Spec<string>,
+  leaderElect: {
+    flag: "leader-elect",
+    env: "OPSTASK_LEADER_ELECT",
+    help: "run only while holding a Lease, so that replicas can stand by",
+    accepts: "true | false (the flag alone means true)",
+    boolean: true,
+    fallback: false,
+    parse: (raw: string) => (raw === "true" ? true : raw === "false" ? false : undefined),
+  } satisfies Spec<boolean>,
+  leaderElectionNamespace: {
+    flag: "leader-election-namespace",
+    env: "OPSTASK_LEADER_ELECTION_NAMESPACE",
+    help: "namespace of the Lease (default: the pod's namespace, else default)",
+    accepts: "a namespace name",
+    fallback: "",
+    parse: (raw: string) => (/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(raw) ? raw : undefined),
+  } satisfies Spec<string>,
+  leaderElectionId: {
+    flag: "leader-election-id",
+    env: "OPSTASK_LEADER_ELECTION_ID",
+    help: "name of the Lease",
+    accepts: "a DNS subdomain name",
+    fallback: "opstask-controller",
+    parse: (raw: string) => (/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/.test(raw) ? raw : undefined),
+  } satisfies Spec<string>,
   logLevel: {
     flag: "log-level",
     env: "OPSTASK_LOG_LEVEL",
@@ -193,7 +218,7 @@ export const readControllerOptions = (
   };
   for (const spec of Object.values(controllerOptionSpecs)) {
     flagOptions[spec.flag] = {
-      type: "string",
+      type: "boolean" in spec && spec.boolean ? "boolean" : "string",
       ...("multiple" in spec && spec.multiple ? { multiple: true } : {}),
     };
   }
