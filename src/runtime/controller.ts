@@ -276,7 +276,10 @@ export const runController = <Task, R>(
         let pass = start;
         for (;;) {
           const end = passEnd(pass);
-          if (end !== undefined) return yield* finish(running, end);
+          if (end !== undefined) {
+            observer.passTransitions?.({ key: running.key, uid: running.uid, runId: running.runId }, pass);
+            return yield* finish(running, end);
+          }
           const effect = nextEffect(pass);
           if (effect === undefined)
             return yield* abort(running, "the pass ended without a requeue or await effect");
@@ -316,6 +319,8 @@ export const runController = <Task, R>(
             continue;
           }
           const written = yield* write(running, effect);
+          if (written !== "ok")
+            observer.passTransitions?.({ key: running.key, uid: running.uid, runId: running.runId }, pass);
           if (written === "gone") return yield* gone(running);
           if (written !== "ok") return yield* abort(running, `${effect._tag}: ${written.failed.message}`);
           const finished = effect._tag === "PatchStatus" ? effect.patch.state : undefined;

@@ -13,6 +13,7 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
+import type { Pass } from "../reconcile/pass.ts";
 import type { WorkQueueMetrics } from "./work-queue.ts";
 
 export interface TaskLabels {
@@ -28,6 +29,11 @@ export type PassResult = "ended" | "aborted" | "gone";
 export interface ControllerObserver {
   readonly passEnded: (result: PassResult, seconds: number) => void;
   readonly taskFinished: (labels: TaskLabels, seconds: number) => void;
+  /** The machine's steps in one pass and where it ended (for the Stately inspector and traces). */
+  readonly passTransitions?: (
+    task: { readonly key: string; readonly uid: string; readonly runId: string },
+    pass: Pass,
+  ) => void;
 }
 
 export const noObserver: ControllerObserver = { passEnded: () => {}, taskFinished: () => {} };
