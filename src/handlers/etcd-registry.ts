@@ -7,30 +7,42 @@ import { Layer } from "effect";
 import type { EtcdOpsTask } from "../api/etcdopstask.ts";
 import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { nodeBackupRestoreHttpLayer, type ResolveOverride } from "./backup-restore-http-node.ts";
+import { type EtcdGateway, nodeEtcdGatewayLayer } from "./etcd-client.ts";
 import type { HandlerRegistry } from "./handler.ts";
+import type { Jobs } from "./jobs.ts";
+import { kubernetesJobsLayer } from "./jobs-kubernetes.ts";
 import { kubernetesObjectReaderLayer } from "./object-reader-kubernetes.ts";
+import { onDemandMaintenanceHandler } from "./on-demand-maintenance/handler.ts";
 import { onDemandSnapshotHandler } from "./on-demand-snapshot/handler.ts";
+import { onDemandSnapshotCompactionHandler } from "./on-demand-snapshot-compaction/handler.ts";
 import type { BackupRestoreHttp, ObjectReader } from "./services.ts";
 
-export const etcdHandlers: HandlerRegistry<EtcdOpsTask, ObjectReader | BackupRestoreHttp> = {
+export type EtcdHandlerServices = ObjectReader | BackupRestoreHttp | EtcdGateway | Jobs;
+
+export const etcdHandlers: HandlerRegistry<EtcdOpsTask, EtcdHandlerServices> = {
   onDemandSnapshot: onDemandSnapshotHandler,
+  onDemandMaintenance: onDemandMaintenanceHandler,
+  onDemandSnapshotCompaction: onDemandSnapshotCompactionHandler,
 };
 
 export interface EtcdHandlerLayerOptions {
   readonly kubeConfig: KubeConfig;
-  /** curl-style `--resolve` rules: where to dial the backup-restore sidecars (verification unchanged). */
+  /** curl-style `--resolve` rules: where to dial backup-restore sidecars and etcd (verification unchanged). */
   readonly resolve?: ReadonlyArray<ResolveOverride>;
   readonly counter?: RequestCounter;
 }
 
 /** The services the etcd handlers need, on a real cluster. */
-export const etcdHandlerLayer = (
-  options: EtcdHandlerLayerOptions,
-): Layer.Layer<ObjectReader | BackupRestoreHttp> =>
+export const etcdHandlerLayer = (options: EtcdHandlerLayerOptions): Layer.Layer<EtcdHandlerServices> =>
   Layer.mergeAll(
     kubernetesObjectReaderLayer({
       kubeConfig: options.kubeConfig,
       ...(options.counter === undefined ? {} : { counter: options.counter }),
     }),
     nodeBackupRestoreHttpLayer({ resolve: options.resolve ?? [] }),
+    nodeEtcdGatewayLayer({ resolve: options.resolve ?? [] }),
+    kubernetesJobsLayer({
+      kubeConfig: options.kubeConfig,
+      ...(options.counter === undefined ? {} : { counter: options.counter }),
+    }),
   );

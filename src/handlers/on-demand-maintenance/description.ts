@@ -1,0 +1,65 @@
+/**
+ * The description of a completed maintenance task: what was done and what it changed, e.g.
+ * `Compacted to revision 1234 (physical); defragmented 1 member(s): db size 8.2 MiB → 1.1 MiB`.
+ */
+
+/** Binary units with one decimal (`8.2 MiB`), whole bytes below 1 KiB. */
+export const formatBytes = (bytes: number): string => {
+  const units = ["KiB", "MiB", "GiB", "TiB"] as const;
+  if (bytes < 1024) return `${bytes} B`;
+  let value = bytes / 1024;
+  let unit: (typeof units)[number] = "KiB";
+  for (const next of units.slice(1)) {
+    if (value < 1024) break;
+    value /= 1024;
+    unit = next;
+  }
+  return `${value.toFixed(1)} ${unit}`;
+};
+
+export interface CompactionReport {
+  readonly revision: number;
+  readonly physical: boolean;
+  /** etcd said the revision was already compacted: a repeated Execute, or etcd's auto-compaction. */
+  readonly alreadyCompacted: boolean;
+  /** Of the member behind the client endpoint, before and after the compaction. */
+  readonly dbSize: number;
+  readonly dbSizeInUseBefore: number;
+  readonly dbSizeInUseAfter: number;
+}
+
+export interface DefragmentationReport {
+  readonly members: number;
+  readonly learnersSkipped: number;
+  /** Summed over the defragmented members. */
+  readonly dbSizeBefore: number;
+  readonly dbSizeAfter: number;
+}
+
+export interface MaintenanceReport {
+  readonly compaction?: CompactionReport;
+  readonly defragmentation?: DefragmentationReport;
+}
+
+const compactionText = (report: CompactionReport): string =>
+  report.alreadyCompacted
+    ? `revision ${report.revision} was already compacted`
+    : `compacted to revision ${report.revision}${report.physical ? " (physical)" : ""}`;
+
+const defragmentationText = (report: DefragmentationReport): string => {
+  const skipped = report.learnersSkipped === 0 ? "" : `, skipped ${report.learnersSkipped} learner(s)`;
+  const size = report.members === 1 ? "db size" : "total db size";
+  return `defragmented ${report.members} member(s)${skipped}: ${size} ${formatBytes(report.dbSizeBefore)} → ${formatBytes(report.dbSizeAfter)}`;
+};
+
+const sizeText = (report: CompactionReport): string =>
+  `db size ${formatBytes(report.dbSize)}, in use ${formatBytes(report.dbSizeInUseBefore)} → ${formatBytes(report.dbSizeInUseAfter)}`;
+
+export const describeReport = (report: MaintenanceReport): string => {
+  const parts: string[] = [];
+  if (report.compaction !== undefined) parts.push(compactionText(report.compaction));
+  if (report.defragmentation !== undefined) parts.push(defragmentationText(report.defragmentation));
+  else if (report.compaction !== undefined) parts.push(sizeText(report.compaction));
+  const text = parts.join("; ");
+  return text === "" ? "Nothing to do" : `${text.charAt(0).toUpperCase()}${text.slice(1)}`;
+};
