@@ -4,7 +4,7 @@
  * and a client certificate. The in-process test PKI (../support/pki.ts) issues serverAuth only, which
  * Go refuses as a client certificate. `openssl` is part of every Debian machine here.
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
