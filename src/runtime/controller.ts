@@ -404,7 +404,11 @@ export const runController = <Task, R>(
           lockedGroup: admitting ? groupKey : undefined,
           started: now,
         };
-        yield* Effect.logDebug("pass").pipe(
+        // A pass that acts is logged at info, with the machine's steps; a no-op pass only at debug.
+        const acts = pass.pending.some(
+          (effect) => effect._tag !== "RequeueAfter" && effect._tag !== "AwaitChange",
+        );
+        yield* (acts ? Effect.logInfo("pass") : Effect.logDebug("pass")).pipe(
           Effect.annotateLogs({
             reconcileID: runId,
             task: key,
