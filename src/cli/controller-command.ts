@@ -49,6 +49,8 @@ export const serveController = async (
   });
   const namespaces: ReadonlyArray<string | undefined> =
     options.namespaces.length === 0 ? [undefined] : options.namespaces;
+  let leading = !options.leaderElect;
+  let lostLeadership = false;
   const metrics = makeControllerMetrics();
   const handles: ControllerHandle[] = [];
   let synced = 0;
@@ -61,12 +63,13 @@ export const serveController = async (
   const servers = [
     await startOpsServer(options.metricsAddress, { registry: metrics.registry }),
     await startOpsServer(options.probeAddress, {
+      // A standby is ready (healthy, waiting for the Lease); a leader once its caches hold the first LIST.
       notReady: () =>
-        synced < namespaces.length ? `caches not synced (${synced}/${namespaces.length})` : undefined,
+        leading && synced < namespaces.length
+          ? `caches not synced (${synced}/${namespaces.length})`
+          : undefined,
     }),
   ];
-  let leading = !options.leaderElect;
-  let lostLeadership = false;
   const controllers = Effect.gen(function* () {
     for (const namespace of namespaces) {
       const handle = yield* runController({
