@@ -115,7 +115,7 @@ const runLocal = async (options: ControllerOptions): Promise<void> => {
           [
             `  export KUBECONFIG=${plane.kubeconfigPath}`,
             `  kubectl apply -f ${join(repoRoot, "..", "shared", "compat", "druid-crds", "example-on-demand-snapshot.yaml")}`,
-            "  kubectl get etcdopstasks -w      # Pending → InProgress → Succeeded",
+            "  kubectl get etcdopstasks -w      # InProgress → Succeeded (Pending only while a task waits)",
             "Ctrl-C stops everything.",
             "",
           ].join("\n"),
