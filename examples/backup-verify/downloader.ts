@@ -1,0 +1,26 @@
+/**
+ * What the checksum handler needs from the world: the SHA-256 of what a URL serves. A service, so the
+ * handler runs over real HTTP in the cluster (downloader-http.ts) and over a fake in unit tests
+ * (downloader-memory.ts).
+ */
+import { Context, Data, type Effect } from "effect";
+
+export interface Download {
+  /** Lowercase hex. */
+  readonly sha256: string;
+  readonly bytes: number;
+}
+
+/**
+ * - `Refused`: the server answered with a client error (404, 403, …): asking again will not help;
+ * - `Unavailable`: no answer, a timeout, or a server error: worth another try.
+ */
+export class DownloadError extends Data.TaggedError("DownloadError")<{
+  readonly reason: "Refused" | "Unavailable";
+  readonly message: string;
+}> {}
+
+export class BackupDownloader extends Context.Service<
+  BackupDownloader,
+  { readonly digest: (url: string, timeoutMs: number) => Effect.Effect<Download, DownloadError> }
+>()("examples/backup-verify/BackupDownloader") {}

@@ -1,0 +1,169 @@
+/**
+ * The backup-verify operator end to end: its CRD on a real kube-apiserver, `runTaskController` with
+ * the real handler, and backups served by a local HTTP server.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { CustomObjectsApi, EventsV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runTaskController, type TaskController, type TaskStatus } from "../../src/index.ts";
+import { createTestNamespace, useControlPlane } from "../../test/support/cluster.ts";
+import {
+  ApiVersion,
+  backupVerificationKind,
+  Finalizer,
+  Group,
+  Kind,
+  Plural,
+  Version,
+} from "./backup-verification.ts";
+import { httpDownloaderLayer } from "./downloader-http.ts";
+import { sha256 } from "./downloader-memory.ts";
+import { handlers } from "./handlers.ts";
+
+const cluster = useControlPlane({ crds: [fileURLToPath(new URL("./crd.yaml", import.meta.url))] });
+const resource = { group: Group, version: Version, plural: Plural };
+const backup = "nightly backup contents";
+
+interface Stored {
+  readonly metadata: { readonly name: string; readonly finalizers?: string[] };
+  readonly spec: { readonly ttlSecondsAfterFinished: number; readonly config: { readonly checksum: object } };
+  readonly status?: TaskStatus;
+}
+
+const waitFor = async <A>(
+  what: string,
+  probe: () => Promise<A | undefined>,
+  timeoutMs = 20_000,
+): Promise<A> => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+};
+
+describe("backup-verify on a real API server", () => {
+  let kc: KubeConfig;
+  let api: CustomObjectsApi;
+  let namespace: string;
+  let controller: TaskController;
+  let server: Server;
+  let base: string;
+  const requests = new Map<string, number>();
+
+  const create = (name: string, path: string, expected = sha256(backup), ttl = 2) =>
+    api.createNamespacedCustomObject({
+      ...resource,
+      namespace,
+      body: {
+        apiVersion: ApiVersion,
+        kind: Kind,
+        metadata: { name },
+        spec: {
+          ttlSecondsAfterFinished: ttl,
+          config: { checksum: { url: `${base}${path}`, expectedSha256: expected } },
+        },
+      },
+    });
+  const read = async (name: string): Promise<Stored | undefined> => {
+    try {
+      return (await api.getNamespacedCustomObject({ ...resource, namespace, name })) as Stored;
+    } catch {
+      return undefined;
+    }
+  };
+  const reaches = (name: string, state: string) =>
+    waitFor(`${name} to be ${state}`, async () => {
+      const task = await read(name);
+      return task?.status?.state === state ? task : undefined;
+    });
+  const gone = (name: string) =>
+    waitFor(`${name} to be deleted`, async () => ((await read(name)) === undefined ? true : undefined));
+
+  beforeAll(async () => {
+    server = createServer((request, response) => {
+      const path = request.url ?? "";
+      const count = (requests.get(path) ?? 0) + 1;
+      requests.set(path, count);
+      if (path === "/nightly.tar" || path === "/tampered.tar")
+        response.end(path === "/nightly.tar" ? backup : "x");
+      else if (path === "/flaky.tar") (count <= 2 ? response.writeHead(503) : response).end(backup);
+      else response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    kc = cluster().makeKubeConfig();
+    api = kc.makeApiClient(CustomObjectsApi);
+    namespace = await createTestNamespace(kc, "backup-verify");
+    controller = await runTaskController({
+      kind: backupVerificationKind,
+      handlers,
+      services: httpDownloaderLayer,
+      kubeConfig: kc,
+      namespace,
+      timing: { backoffCapMs: 1_000, requeueIntervalMs: 1_000 },
+      logLevel: "warn",
+    });
+  });
+  afterAll(async () => {
+    await controller?.stop();
+    await new Promise<void>((resolve) => server?.close(() => resolve()));
+  });
+
+  it("verifies a good backup, records it in druid's status shape, and deletes the task after its TTL", async () => {
+    await create("nightly", "/nightly.tar");
+    const done = await reaches("nightly", "Succeeded");
+    expect(done.metadata.finalizers).toContain(Finalizer);
+    expect(done.spec.config.checksum).toMatchObject({ timeoutSeconds: 30 });
+    expect(done.status).toMatchObject({
+      state: "Succeeded",
+      lastOperation: {
+        type: "Execution",
+        state: "Completed",
+        description: `Checksum verified (${backup.length} bytes)`,
+      },
+    });
+    expect(done.status?.startedAt).toBeDefined();
+    expect(done.status?.lastTransitionTime).toBeDefined();
+    const events = await waitFor("the Succeeded event", async () => {
+      const list = await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace });
+      const reasons = list.items
+        .filter((event) => event.regarding?.name === "nightly")
+        .map((event) => event.reason);
+      return reasons.includes("Succeeded") ? reasons : undefined;
+    });
+    expect(events).toContain("Started");
+    await gone("nightly");
+  });
+
+  it("fails a tampered backup with ERR_CHECKSUM_MISMATCH", async () => {
+    await create("tampered", "/tampered.tar", sha256(backup), 3600);
+    const failed = await reaches("tampered", "Failed");
+    expect(failed.status?.lastErrors?.[0]?.code).toBe("ERR_CHECKSUM_MISMATCH");
+    expect(failed.status?.lastErrors?.[0]?.description).toContain(`got ${sha256("x")}`);
+    expect(requests.get("/tampered.tar")).toBe(1);
+  });
+
+  it("retries an unreachable backup with backoff until it can be downloaded", async () => {
+    await create("flaky", "/flaky.tar", sha256(backup), 3600);
+    const done = await reaches("flaky", "Succeeded");
+    expect(done.status?.lastErrors?.map((error) => error.code)).toEqual([
+      "ERR_DOWNLOAD_BACKUP",
+      "ERR_DOWNLOAD_BACKUP",
+    ]);
+    expect(requests.get("/flaky.tar")).toBe(3);
+  });
+
+  it("fails a backup the server does not have with ERR_DOWNLOAD_REFUSED, and releases it on delete", async () => {
+    await create("missing", "/missing.tar", sha256(backup), 3600);
+    const failed = await reaches("missing", "Failed");
+    expect(failed.status?.lastErrors?.[0]?.code).toBe("ERR_DOWNLOAD_REFUSED");
+    await api.deleteNamespacedCustomObject({ ...resource, namespace, name: "missing" });
+    await gone("missing");
+    expect(controller.stats().handlerCalls).toBeGreaterThanOrEqual(3);
+  });
+});

@@ -1,0 +1,148 @@
+/**
+ * opstask as a library: the task lifecycle of etcd-druid's EtcdOpsTask (finalizer, admission with a
+ * duplicate policy, Execute with backoff, TTL deletion, cleanup, status in druid's schema, Events)
+ * for any task resource an operator defines.
+ *
+ * Two levels, as in kube-rs:
+ * - easy: `defineTaskKind` + handlers + `runTaskController`, and `simulate` for tests;
+ * - hard: the parts underneath — `runController` and the Kubernetes interpreter, one reconcile pass
+ *   as a value (`startPass`/`nextEffect`/`advance`/`deliver`/`passEnd`), the effect union, the pure
+ *   lifecycle machine, and the memory interpreter (`SimulatedController`, `MemoryApiServer`, `FakeClock`).
+ */
+
+// ---- the vocabulary: handlers, outcomes, task kinds, status --------------------------------------
+export { DecodeError, formatDecodeError } from "./api/decode-error.ts";
+export { etcdOpsTaskKind } from "./api/etcdopstask-kind.ts";
+export { ManifestMeta, ObjectMeta } from "./api/meta.ts";
+export {
+  isTerminal,
+  type LastError,
+  type LastOperation,
+  type OperationState,
+  type OperationType,
+  type TaskState,
+  TaskStates,
+  type TaskStatus,
+} from "./api/status.ts";
+export { LastErrorsMaxItems, TaskStatusSchema } from "./api/status-schema.ts";
+// ---- hard level: one pass as a value, the effects, the machine ----------------------------------
+export { nextRetryState, noRetry, type RetryState } from "./effects/retry-state.ts";
+export {
+  isPassEnd,
+  isTaskWrite,
+  type PassEnd,
+  type RequeueReason,
+  TaskEffect,
+} from "./effects/task-effect.ts";
+export type { HandlerRegistry, TaskHandler } from "./handlers/handler.ts";
+export { KubeError } from "./interpreters/kubernetes/errors.ts";
+// ---- hard level: the controller and the Kubernetes interpreter -----------------------------------
+export { EventRecorder } from "./interpreters/kubernetes/event-recorder.ts";
+export {
+  KubeRequests,
+  type KubernetesLayerOptions,
+  kubernetesLayer,
+} from "./interpreters/kubernetes/layer.ts";
+export { RequestCounter } from "./interpreters/kubernetes/request-metrics.ts";
+export { TaskWriter } from "./interpreters/kubernetes/task-writer.ts";
+// ---- hard level: the memory interpreter ------------------------------------------------------------
+export { MemoryApiServer, type WatchEvent } from "./interpreters/memory/api-server.ts";
+export { FakeClock } from "./interpreters/memory/clock.ts";
+export {
+  type Behaviour,
+  type HandlerCall,
+  type PassRecord,
+  type RecordedEvent,
+  SimulatedController,
+  type SimulatedControllerOptions,
+  type WriteRecord,
+} from "./interpreters/memory/controller.ts";
+export type { JsonObject, JsonValue } from "./interpreters/memory/merge-patch.ts";
+// ---- easy level: define a kind, write handlers, run them -------------------------------------------
+export {
+  type ConfigMembers,
+  type ConfigOf,
+  configMember,
+  configUnion,
+  type UnsupportedConfig,
+} from "./library/config-union.ts";
+export {
+  decodeFailure,
+  defineTaskKind,
+  type TaskKindAccessors,
+  type TaskKindDefinition,
+  type TaskSource,
+} from "./library/define-task-kind.ts";
+export { defaultKubeConfig } from "./library/kube-config.ts";
+export { completed, failed, retry } from "./library/outcome.ts";
+export { type PromiseHandler, type PromisePhase, promiseHandler } from "./library/promise-handler.ts";
+export {
+  type LifecycleTiming,
+  type LogLevel,
+  runTaskController,
+  type TaskController,
+  type TaskControllerBaseOptions,
+  type TaskControllerOptions,
+} from "./library/run-task-controller.ts";
+export type { ServicesOption } from "./library/services-option.ts";
+export {
+  type CallContext,
+  type Hang,
+  hang,
+  type SimulateBaseOptions,
+  type SimulatedHandler,
+  type SimulatedPhase,
+  type SimulatedResult,
+  type SimulateOptions,
+  type Simulation,
+  simulate,
+  type TaskManifest,
+} from "./library/simulate.ts";
+export { machineVersion, type TaskMachine, taskMachine } from "./machine/task-machine.ts";
+export type {
+  DuplicatePolicy,
+  KnownResult,
+  LifecycleConfig,
+  PassInput,
+  PeerTask,
+  Phase,
+  PhaseOutcome,
+  TaskError,
+  TaskObservation,
+  Vocabulary,
+} from "./machine/types.ts";
+export { druidTiming, lifecycleConfig } from "./reconcile/defaults.ts";
+export { observe, peersOf } from "./reconcile/observe.ts";
+export {
+  advance,
+  deliver,
+  nextEffect,
+  type Pass,
+  passEnd,
+  startPass,
+  statePath,
+  type TaskSnapshot,
+  type TransitionRecord,
+} from "./reconcile/pass.ts";
+export {
+  type Decoded,
+  machineVersionAnnotation,
+  type ResourceRef,
+  readFacts,
+  type TaskDecodeFailure,
+  type TaskFacts,
+  type TaskKind,
+  type TaskMeta,
+} from "./reconcile/task-kind.ts";
+export {
+  type ControllerHandle,
+  type ControllerOptions,
+  type ControllerStats,
+  runController,
+} from "./runtime/controller.ts";
+export {
+  type ControllerMetrics,
+  type ControllerObserver,
+  makeControllerMetrics,
+  noObserver,
+} from "./runtime/metrics.ts";

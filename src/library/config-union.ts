@@ -1,0 +1,101 @@
+/**
+ * A task's config as a union with exactly one member, `{ <member>: <body> }` on the wire (the shape of
+ * druid's `spec.config`), decoded to `{ kind: <member>, ...body }`. The member names the handler.
+ *
+ * A member nobody declared decodes too, as `{ kind: "unsupported", member, value }`, so that such a
+ * task is Rejected with ERR_UNSUPPORTED_TASK and stays deletable instead of failing to decode (a CRD
+ * that lists its members rejects it earlier; an older controller meeting a newer member must not
+ * wedge). A declared member with an invalid body fails with errors under `<member>.<field>`.
+ */
+import { Effect, Schema, type SchemaAST, SchemaIssue, SchemaParser, SchemaTransformation } from "effect";
+
+/** A config member without a handler in this build, kept as read so it can be reported and re-encoded. */
+export interface UnsupportedConfig {
+  readonly kind: "unsupported";
+  readonly member: string;
+  readonly value: unknown;
+}
+
+/** Member name → schema of its body (an object; it must not have a field named `kind`). */
+export type ConfigMembers = {
+  readonly [member: string]: Schema.ConstraintCodec<object, unknown, never, never>;
+};
+
+/** The decoded config: one `kind`-tagged variant per member, or `UnsupportedConfig`. */
+export type ConfigOf<M extends ConfigMembers> =
+  | { readonly [K in keyof M & string]: { readonly kind: K } & M[K]["Type"] }[keyof M & string]
+  | UnsupportedConfig;
+
+type WireConfig = { readonly [member: string]: unknown };
+type LooseConfig = { readonly kind: string; readonly [field: string]: unknown };
+
+const isLooseConfig = (input: unknown): input is LooseConfig =>
+  typeof input === "object" && input !== null && typeof (input as { kind?: unknown }).kind === "string";
+
+/** The member a decoded config selects: its `kind`, or the unknown member's name. */
+export const configMember = (config: { readonly kind: string }): string =>
+  config.kind === "unsupported" && "member" in config && typeof config.member === "string"
+    ? config.member
+    : config.kind;
+
+/** The schema of a one-member config union; use it as `spec.config` in the task's schema. */
+export const configUnion = <const M extends ConfigMembers>(members: M) => {
+  const known = (member: string) => (Object.hasOwn(members, member) ? members[member] : undefined);
+  const expected = `one of ${Object.keys(members).sort().join(", ")}`;
+
+  const decode = (
+    raw: WireConfig,
+    options: SchemaAST.ParseOptions,
+  ): Effect.Effect<ConfigOf<M>, SchemaIssue.Issue> => {
+    const names = Object.keys(raw);
+    const [member] = names;
+    if (member === undefined || names.length > 1) {
+      const got = member === undefined ? "none" : names.join(", ");
+      return Effect.fail(
+        new SchemaIssue.InvalidValue(
+          { message: `expected exactly one member (${expected}), got ${got}` },
+          raw,
+          options,
+        ),
+      );
+    }
+    const body = raw[member];
+    const schema = known(member);
+    if (schema === undefined) {
+      const unsupported: UnsupportedConfig = { kind: "unsupported", member, value: body };
+      return Effect.succeed(unsupported);
+    }
+    return SchemaParser.decodeUnknownEffect(schema)(body, options).pipe(
+      // The variant is built from the member's own schema; TypeScript cannot follow `member` to `M[K]`.
+      Effect.map((decoded) => ({ ...decoded, kind: member }) as ConfigOf<M>),
+      Effect.mapError((issue) => new SchemaIssue.Pointer([member], issue)),
+    );
+  };
+
+  const encode = (
+    config: ConfigOf<M>,
+    options: SchemaAST.ParseOptions,
+  ): Effect.Effect<WireConfig, SchemaIssue.Issue> => {
+    if (config.kind === "unsupported" && "member" in config && typeof config.member === "string") {
+      return Effect.succeed({ [config.member]: config.value });
+    }
+    const { kind, ...body } = config as LooseConfig;
+    const schema = known(kind);
+    if (schema === undefined) {
+      return Effect.fail(
+        new SchemaIssue.InvalidValue({ message: `unknown member ${kind}` }, config, options),
+      );
+    }
+    return SchemaParser.encodeUnknownEffect(schema)(body, options).pipe(
+      Effect.map((encoded) => ({ [kind]: encoded })),
+      Effect.mapError((issue) => new SchemaIssue.Pointer([kind], issue)),
+    );
+  };
+
+  const decoded = Schema.declare((input: unknown): input is ConfigOf<M> => isLooseConfig(input), {
+    expected: `a config (${expected})`,
+  });
+  return Schema.Record(Schema.String, Schema.Unknown).pipe(
+    Schema.decodeTo(decoded, SchemaTransformation.transformEffect({ decode, encode })),
+  );
+};

@@ -1,0 +1,123 @@
+/**
+ * `defineTaskKind`: an operator's own task resource as a `TaskKind`, from its names, an Effect Schema
+ * of the object (or a decode function) and four accessors. The lifecycle then runs it exactly as it
+ * runs EtcdOpsTask (src/api/etcdopstask-kind.ts is the hand-written model of what this builds).
+ *
+ * Decoding never throws. An object that does not decode still yields its metadata and status when
+ * those decode, so the lifecycle can Reject it with ERR_INVALID_TASK naming the fields
+ * (`spec.config.checksum.url: required field is missing`) and delete it after `defaultTtlSeconds`.
+ */
+import { Result, Schema, SchemaParser } from "effect";
+import { formatDecodeError } from "../api/decode-error.ts";
+import { ObjectMeta } from "../api/meta.ts";
+import type { TaskStatus } from "../api/status.ts";
+import { TaskStatusSchema } from "../api/status-schema.ts";
+import type { Decoded, TaskDecodeFailure, TaskKind, TaskMeta } from "../reconcile/task-kind.ts";
+
+/** Where the decoded task comes from: a schema (recommended) or a hand-written decode. */
+export type TaskSource<Task> =
+  | {
+      /** Decodes a stored object to `Task`; `ObjectMeta` and `TaskStatusSchema` fit `metadata` and `status`. */
+      readonly schema: Schema.ConstraintDecoder<Task>;
+      readonly decode?: never;
+    }
+  | {
+      /** Must never throw; build its failures with `decodeFailure` so deletable tasks stay deletable. */
+      readonly decode: (object: unknown) => Decoded<Task>;
+      readonly schema?: never;
+    };
+
+export interface TaskKindAccessors<Task> {
+  /** API group, e.g. `examples.opstask.dev`. */
+  readonly group: string;
+  /** e.g. `v1alpha1` */
+  readonly version: string;
+  /** e.g. `BackupVerification` */
+  readonly kind: string;
+  /** e.g. `backupverifications` */
+  readonly plural: string;
+  /** Our finalizer on these objects (`<group>/<something>`); other finalizers are never touched. */
+  readonly finalizer: string;
+  /**
+   * Words for descriptions and error causes: `group` is what an admission group is (druid: `etcd`),
+   * as in "BackupVerification for the same backup is already in progress". Default: the kind, and
+   * "admission group".
+   */
+  readonly vocabulary?: { readonly kind?: string; readonly group?: string };
+  /** The TTL of a task whose spec does not decode (use the CRD's default); default 3600. */
+  readonly defaultTtlSeconds?: number;
+  /** Seconds a finished task is kept before it is deleted. */
+  readonly ttlSeconds: (task: Task) => number;
+  /**
+   * Tasks of one admission group in one namespace are admitted one at a time, oldest first; a later
+   * one is Rejected (`ERR_DUPLICATE_TASK`) or queued, per the duplicate policy. Absent: never conflicts.
+   */
+  readonly admissionGroup?: (task: Task) => string | undefined;
+  /** The config member that selects the handler (`configMember(task.spec.config)`). */
+  readonly member: (task: Task) => string;
+  readonly status: (task: Task) => TaskStatus | undefined;
+}
+
+export type TaskKindDefinition<Task> = TaskKindAccessors<Task> & TaskSource<Task>;
+
+const parseOptions = { errors: "all", reportInput: true } as const;
+const decodeMetadata = SchemaParser.decodeUnknownResult(Schema.Struct({ metadata: ObjectMeta }));
+const decodeStatus = SchemaParser.decodeUnknownResult(Schema.Struct({ status: TaskStatusSchema }));
+
+/**
+ * A decode failure with what can still be read: the metadata (so the task can be released and
+ * deleted) and the status (so a task that was running is not reported as new).
+ */
+export const decodeFailure = (object: unknown, errors: ReadonlyArray<string>): TaskDecodeFailure => {
+  const meta = decodeMetadata(object);
+  const status = decodeStatus(object);
+  return {
+    errors,
+    ...(Result.isSuccess(meta) ? { metadata: meta.success.metadata } : {}),
+    ...(Result.isSuccess(status) ? { status: status.success.status } : {}),
+  };
+};
+
+/** Decodes with `schema`, reporting every problem as `<path>: <what is expected>`. */
+const schemaDecoder = <Task>(
+  schema: Schema.ConstraintDecoder<Task>,
+): ((object: unknown) => Decoded<Task>) => {
+  const decode = SchemaParser.decodeUnknownResult(schema, parseOptions);
+  return (object) => {
+    const decoded = decode(object);
+    return Result.isSuccess(decoded)
+      ? { ok: true, task: decoded.success }
+      : { ok: false, failure: decodeFailure(object, formatDecodeError(decoded.failure)) };
+  };
+};
+
+export const defineTaskKind = <Task extends { readonly metadata: TaskMeta }>(
+  definition: TaskKindDefinition<Task>,
+): TaskKind<Task> => {
+  const { admissionGroup, member, status, ttlSeconds } = definition;
+  return {
+    resource: {
+      group: definition.group,
+      version: definition.version,
+      kind: definition.kind,
+      plural: definition.plural,
+    },
+    finalizer: definition.finalizer,
+    vocabulary: {
+      kind: definition.vocabulary?.kind ?? definition.kind,
+      group: definition.vocabulary?.group ?? "admission group",
+    },
+    defaultTtlSeconds: definition.defaultTtlSeconds ?? 3600,
+    decode: definition.schema === undefined ? definition.decode : schemaDecoder(definition.schema),
+    facts: (task) => {
+      const group = admissionGroup?.(task);
+      return {
+        metadata: task.metadata,
+        ttlSeconds: ttlSeconds(task),
+        ...(group === undefined ? {} : { group }),
+        member: member(task),
+        status: status(task) ?? {},
+      };
+    },
+  };
+};

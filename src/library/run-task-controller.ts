@@ -1,0 +1,204 @@
+/**
+ * `runTaskController`: the easy level. One call runs a task kind's whole lifecycle on a cluster —
+ * finalizer, admission with the duplicate policy, Execute with per-task backoff, TTL deletion,
+ * cleanup, status in druid's schema, Events — and returns once the task cache is synced. No Effect in
+ * sight unless the handlers use services, which come in as one Layer.
+ *
+ * Underneath it is `runController` (src/runtime/controller.ts) with the Kubernetes interpreter
+ * (`kubernetesLayer`), which advanced users can call directly (both are exported), e.g. to share a
+ * scope, add leader election or run several kinds in one Effect program.
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import { Effect, Exit, Fiber, Layer, Logger, ManagedRuntime, References, Scope } from "effect";
+import type { HandlerRegistry } from "../handlers/handler.ts";
+import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
+import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
+import type { DuplicatePolicy, LifecycleConfig } from "../machine/types.ts";
+import { lifecycleConfig } from "../reconcile/defaults.ts";
+import type { ResourceRef, TaskKind } from "../reconcile/task-kind.ts";
+import { type ControllerHandle, type ControllerStats, runController } from "../runtime/controller.ts";
+import type { ControllerObserver } from "../runtime/metrics.ts";
+import type { WorkQueueMetrics } from "../runtime/work-queue.ts";
+import { defaultKubeConfig } from "./kube-config.ts";
+import type { ServicesOption } from "./services-option.ts";
+
+/** Lifecycle timing; every value defaults to etcd-druid's (`druidTiming`). */
+export type LifecycleTiming = Partial<
+  Pick<
+    LifecycleConfig,
+    "requeueIntervalMs" | "backoffBaseMs" | "backoffCapMs" | "phaseDeadlineMs" | "minRequeueMs"
+  >
+>;
+
+export type LogLevel = "debug" | "info" | "warn" | "error" | "none";
+
+export interface TaskControllerBaseOptions<Task, R> {
+  readonly kind: TaskKind<Task>;
+  /** Handlers by config member; a task whose member has none is Rejected (`ERR_UNSUPPORTED_TASK`). */
+  readonly handlers: HandlerRegistry<Task, R>;
+  /** The cluster; default: in-cluster, else `$KUBECONFIG` / `~/.kube/config`. */
+  readonly kubeConfig?: KubeConfig;
+  /** Namespaces to watch (one controller each); all when absent. */
+  readonly namespace?: string | ReadonlyArray<string>;
+  /** Passes at once per namespace (default 3). Handler calls never hold a worker. */
+  readonly concurrency?: number;
+  /** `reject` (druid, the default) or `queue` (FIFO per admission group). */
+  readonly duplicatePolicy?: DuplicatePolicy;
+  readonly timing?: LifecycleTiming;
+  /** Every task is reconciled again this often, whatever happened (default 10 minutes). */
+  readonly resyncIntervalMs?: number;
+  /** Objects that name the admission groups: a change to one re-triggers its group's unfinished tasks. */
+  readonly groupResource?: Pick<ResourceRef, "group" | "version" | "plural">;
+  /** Default `info`; logs are JSON lines (`logFormat: "logfmt"` for people) with a reconcile ID per pass. */
+  readonly logLevel?: LogLevel;
+  readonly logFormat?: "json" | "logfmt";
+  /** `reportingController` of the Events (default `opstask`). */
+  readonly reportingController?: string;
+  /** Told about every pass and finished task, e.g. `makeControllerMetrics().observer`. */
+  readonly observer?: ControllerObserver;
+  /** Aborting it stops the controller (as `stop()` does); before the start resolves, the start rejects with its reason. */
+  readonly signal?: AbortSignal;
+  /** What the handlers need (`R`), built once at start and released by `stop()`. */
+  readonly services?: Layer.Layer<R, unknown>;
+}
+
+export type TaskControllerOptions<Task, R = never> = TaskControllerBaseOptions<Task, R> & ServicesOption<R>;
+
+export interface TaskController {
+  /**
+   * Stops taking work, interrupts handler calls in flight (their results are dropped; Execute runs
+   * again on the next start, which is why it must be safe to repeat) and releases the services.
+   */
+  readonly stop: () => Promise<void>;
+  /** Passes, handler calls and writes so far, over every watched namespace. */
+  readonly stats: () => ControllerStats;
+  readonly queue: () => WorkQueueMetrics;
+  /** Every API request so far, by verb and code. */
+  readonly requests: RequestCounter;
+}
+
+const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error", none: "None" } as const;
+
+/** Starts the controller; resolves once every watched namespace's cache holds its first LIST. */
+export const runTaskController = async <Task, R = never>(
+  options: TaskControllerOptions<Task, R>,
+): Promise<TaskController> => {
+  const { kind, handlers } = options;
+  const kubeConfig = options.kubeConfig ?? defaultKubeConfig();
+  const counter = new RequestCounter();
+  const config = lifecycleConfig(kind, {
+    ...options.timing,
+    ...(options.duplicatePolicy === undefined ? {} : { duplicatePolicy: options.duplicatePolicy }),
+  });
+  const namespaces: ReadonlyArray<string | undefined> =
+    options.namespace === undefined
+      ? [undefined]
+      : typeof options.namespace === "string"
+        ? [options.namespace]
+        : options.namespace;
+  // `services` is required by the type exactly when R is not never, so the fallback provides nothing.
+  const services = options.services ?? (Layer.empty as Layer.Layer<R>);
+  const runtime = ManagedRuntime.make(
+    Layer.mergeAll(
+      kubernetesLayer({
+        kubeConfig,
+        resource: kind.resource,
+        counter,
+        ...(options.reportingController === undefined
+          ? {}
+          : { reportingController: options.reportingController }),
+      }),
+      services,
+      Logger.layer(
+        options.logLevel === "none"
+          ? []
+          : [options.logFormat === "logfmt" ? Logger.consoleLogFmt : Logger.consoleJson],
+      ),
+    ),
+  );
+  const handles: ControllerHandle[] = [];
+  const scope = Scope.makeUnsafe();
+  const start = Effect.gen(function* () {
+    for (const namespace of namespaces) {
+      handles.push(
+        yield* runController({
+          kind,
+          handlers,
+          config,
+          kubeConfig,
+          concurrency: options.concurrency ?? 3,
+          counter,
+          ...(namespace === undefined ? {} : { namespace }),
+          ...(options.resyncIntervalMs === undefined ? {} : { resyncInterval: options.resyncIntervalMs }),
+          ...(options.groupResource === undefined ? {} : { groupResource: options.groupResource }),
+          ...(options.observer === undefined ? {} : { observer: options.observer }),
+        }),
+      );
+    }
+    yield* Effect.forEach(handles, (handle) => handle.synced, { discard: true });
+  }).pipe(
+    Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel ?? "info"]),
+    Scope.provide(scope),
+  );
+
+  let stopping: Promise<void> | undefined;
+  const fiber = runtime.runFork(start);
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      options.signal?.removeEventListener("abort", onAbort);
+      await Effect.runPromise(Fiber.interrupt(fiber));
+      await Effect.runPromise(Scope.close(scope, Exit.void));
+      await runtime.dispose();
+    })();
+    return stopping;
+  };
+  const onAbort = () => void stop();
+  if (options.signal?.aborted === true) void stop();
+  else options.signal?.addEventListener("abort", onAbort, { once: true });
+
+  const exit = await new Promise<Exit.Exit<void, unknown>>((resolve) => fiber.addObserver(resolve));
+  if (Exit.isFailure(exit)) {
+    await stop();
+    // Stopped by the caller before the caches synced: reject as fetch does, with the signal's reason.
+    if (options.signal?.aborted === true) throw options.signal.reason;
+    throw new Error(`${kind.resource.kind} controller did not start: ${String(exit.cause)}`);
+  }
+  return {
+    stop,
+    stats: () => sumStats(handles.map((handle) => handle.stats())),
+    queue: () => sumQueues(handles.map((handle) => handle.queue())),
+    requests: counter,
+  };
+};
+
+const sumStats = (all: ReadonlyArray<ControllerStats>): ControllerStats => {
+  const writes: Record<string, number> = {};
+  for (const stats of all)
+    for (const [tag, n] of Object.entries(stats.writes)) writes[tag] = (writes[tag] ?? 0) + n;
+  const sum = (pick: (stats: ControllerStats) => number) =>
+    all.reduce((total, stats) => total + pick(stats), 0);
+  return {
+    passes: sum((s) => s.passes),
+    aborted: sum((s) => s.aborted),
+    handlerCalls: sum((s) => s.handlerCalls),
+    inFlightCalls: sum((s) => s.inFlightCalls),
+    writes,
+  };
+};
+
+const sumQueues = (queues: ReadonlyArray<WorkQueueMetrics>): WorkQueueMetrics => {
+  const sum = (pick: (q: WorkQueueMetrics) => number) => queues.reduce((total, q) => total + pick(q), 0);
+  return {
+    depth: sum((q) => q.depth),
+    inFlight: sum((q) => q.inFlight),
+    delayed: sum((q) => q.delayed),
+    adds: sum((q) => q.adds),
+    deduplicated: sum((q) => q.deduplicated),
+    started: sum((q) => q.started),
+    processed: sum((q) => q.processed),
+    failures: sum((q) => q.failures),
+    waitTotalMs: sum((q) => q.waitTotalMs),
+    waitMaxMs: Math.max(0, ...queues.map((q) => q.waitMaxMs)),
+    processingTotalMs: sum((q) => q.processingTotalMs),
+  };
+};

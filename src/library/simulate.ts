@@ -1,0 +1,332 @@
+/**
+ * `simulate`: the lifecycle of a task kind in memory, for an operator's own tests. The same passes,
+ * machine and retry rule as the cluster controller run against an in-memory API server (resource
+ * versions, finalizers, status subresource, merge patches) under a fake clock, one step at a time, so
+ * a test reads like the story it checks:
+ *
+ *   const sim = simulate({ kind, handlers: { checksum: { execute: () => completed("Verified") } } });
+ *   sim.create(task("a")); sim.run();
+ *   expect(sim.state("a")).toBe("Succeeded");
+ *   sim.advance(60_000); expect(sim.exists("a")).toBe(false);   // TTL
+ *
+ * Handlers are plain functions returning a `PhaseOutcome` (or `hang`, to park the call until
+ * `resolve`), or real Effect handlers: one that completes synchronously (e.g. over an in-memory fake
+ * service) answers in the same step; one that is really asynchronous (real HTTP) is parked until
+ * `await sim.settle()` delivers its result. Wraps `SimulatedController`, which stays available for
+ * property tests that need its finer controls (`crashAfter`, write failures, recorded passes).
+ */
+import { Cause, Effect, Fiber, Layer, ManagedRuntime } from "effect";
+import type { TaskState, TaskStatus } from "../api/status.ts";
+import { MemoryApiServer, type WatchEvent } from "../interpreters/memory/api-server.ts";
+import { FakeClock } from "../interpreters/memory/clock.ts";
+import {
+  type Behaviour,
+  type HandlerCall,
+  type PassRecord,
+  type RecordedEvent,
+  SimulatedController,
+  type WriteRecord,
+} from "../interpreters/memory/controller.ts";
+import type { JsonObject } from "../interpreters/memory/merge-patch.ts";
+import type { LifecycleConfig, Phase, PhaseOutcome } from "../machine/types.ts";
+import { lifecycleConfig } from "../reconcile/defaults.ts";
+import { defectOutcome } from "../reconcile/handler-defect.ts";
+import { readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind.ts";
+import { completed } from "./outcome.ts";
+import type { ServicesOption } from "./services-option.ts";
+
+/** A handler answer that never comes by itself: the call stays in flight until `resolve` (or a delete, or a crash). */
+export interface Hang {
+  readonly kind: "hang";
+}
+export const hang: Hang = { kind: "hang" };
+
+/** What a simulated handler knows about its call besides the task. */
+export interface CallContext {
+  readonly phase: Phase;
+  /** Earlier calls of this phase for this task (0 on the first): script "fail twice, then succeed" with it. */
+  readonly attempt: number;
+  /** The fake clock, in ms since the epoch. */
+  readonly now: number;
+}
+
+export type SimulatedResult<R> = PhaseOutcome | Hang | Effect.Effect<PhaseOutcome, never, R>;
+export type SimulatedPhase<Task, R> = (task: Task, call: CallContext) => SimulatedResult<R>;
+
+/** A handler under simulation; a missing phase completes. Every `TaskHandler` is one. */
+export interface SimulatedHandler<Task, R = never> {
+  readonly admit?: SimulatedPhase<Task, R>;
+  readonly execute?: SimulatedPhase<Task, R>;
+  readonly cleanup?: SimulatedPhase<Task, R>;
+}
+
+export interface SimulateBaseOptions<Task, R> {
+  readonly kind: TaskKind<Task>;
+  /** By config member; a member without one is Rejected (`ERR_UNSUPPORTED_TASK`). */
+  readonly handlers: Readonly<Record<string, SimulatedHandler<Task, R>>>;
+  /** Lifecycle settings; etcd-druid's by default. */
+  readonly config?: Partial<Omit<LifecycleConfig, "finalizer" | "vocabulary">>;
+  /** Services for Effect handlers, built once (lazily) and released by `dispose()`. */
+  readonly services?: Layer.Layer<R, unknown>;
+  /** The fake clock's start, ms since the epoch (default 2026-01-01T00:00:00Z). */
+  readonly startAt?: number;
+  /** Where `create` puts tasks without a namespace and where names are looked up (default `default`). */
+  readonly namespace?: string;
+}
+
+export type SimulateOptions<Task, R = never> = SimulateBaseOptions<Task, R> & ServicesOption<R>;
+
+/** A task as a test writes it; `apiVersion`, `kind` and `metadata.namespace` are filled in. */
+export interface TaskManifest {
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string;
+    readonly [field: string]: unknown;
+  };
+  readonly [field: string]: unknown;
+}
+
+export interface Simulation<Task> {
+  /** Stores a task (as `kubectl create` would); nothing runs until `run`, `advance` or `settle`. */
+  readonly create: (manifest: TaskManifest) => void;
+  /** A user's delete: with our finalizer on it, the task stays until cleanup releases it. */
+  readonly delete: (name: string) => void;
+  /** A merge patch of the object (not its status), e.g. a label edit. */
+  readonly patch: (name: string, patch: JsonObject) => void;
+  /** Runs every pass that is ready now; returns how many ran. */
+  readonly run: () => number;
+  /** Moves the clock forward, firing requeue timers in order (backoff, polls, TTLs) and running what they wake. */
+  readonly advance: (ms: number) => void;
+  /**
+   * Waits for asynchronous Effect handler calls, delivers their results and runs on, until none is in
+   * flight (calls parked with `hang` wait for `resolve`; an Effect that never completes keeps it waiting).
+   */
+  readonly settle: () => Promise<void>;
+  /** The controller process dies and restarts: its memory (timers, backoff, results not yet written) is gone. */
+  readonly crash: () => void;
+  /** A call parked with `hang` returns `outcome`; false when none is parked for `name`. */
+  readonly resolve: (name: string, outcome: PhaseOutcome) => boolean;
+  /** Names of tasks with a call in flight (`hang`, or an asynchronous handler not yet settled). */
+  readonly hanging: () => string[];
+
+  /** The decoded task, if it exists and decodes. */
+  readonly get: (name: string) => Task | undefined;
+  /** The stored object as the API server holds it. */
+  readonly object: (name: string) => JsonObject | undefined;
+  readonly exists: (name: string) => boolean;
+  readonly state: (name: string) => TaskState | undefined;
+  readonly status: (name: string) => TaskStatus | undefined;
+  /** Handler calls, in order (all tasks, or one). */
+  readonly calls: (name?: string) => ReadonlyArray<HandlerCall>;
+  /** API writes the controller made (finalizer, status, delete), in order. */
+  readonly writes: (name?: string) => ReadonlyArray<WriteRecord>;
+  /** Kubernetes Events the controller recorded. */
+  readonly events: (name?: string) => ReadonlyArray<RecordedEvent>;
+  /** Reconcile passes with the machine's transitions and how each ended. */
+  readonly passes: (name?: string) => ReadonlyArray<PassRecord>;
+  /** Every change of the stored objects, as a watch would have seen it. */
+  readonly history: (name?: string) => ReadonlyArray<WatchEvent>;
+  readonly now: () => number;
+  /** When the next requeue timer fires, if any. */
+  readonly nextTimer: () => number | undefined;
+  /** Releases the services. */
+  readonly dispose: () => Promise<void>;
+
+  readonly controller: SimulatedController<Task>;
+  readonly server: MemoryApiServer;
+  readonly clock: FakeClock;
+  readonly config: LifecycleConfig;
+}
+
+interface InFlight {
+  readonly call: HandlerCall;
+  readonly namespace: string;
+  readonly name: string;
+  readonly fiber: Fiber.Fiber<PhaseOutcome, unknown>;
+  readonly done: Promise<unknown>;
+}
+
+const defaults: Record<Phase, PhaseOutcome> = {
+  admit: completed("Admitted"),
+  execute: completed("Executed"),
+  cleanup: completed("Cleaned up"),
+};
+
+const isObject = (value: unknown): value is JsonObject =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+const byName = <A extends { readonly name: string }>(records: ReadonlyArray<A>, name: string | undefined) =>
+  name === undefined ? records : records.filter((record) => record.name === name);
+
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Simulation<Task> => {
+  const { kind, handlers } = options;
+  const namespace = options.namespace ?? "default";
+  const clock = new FakeClock(options.startAt ?? Date.UTC(2026, 0, 1));
+  const server = new MemoryApiServer({
+    resource: `${kind.resource.plural}.${kind.resource.group}`,
+    now: () => clock.now(),
+  });
+  const config = lifecycleConfig(kind, options.config);
+  // `services` is required by the type exactly when R is not never, so the fallback provides nothing.
+  const runtime = ManagedRuntime.make(options.services ?? (Layer.empty as Layer.Layer<R>));
+  const inFlight = new Map<number, InFlight>();
+
+  const taskOf = (facts: TaskFacts): Task | undefined => {
+    const stored = server.get(facts.metadata.namespace, facts.metadata.name);
+    if (!stored.ok) return undefined;
+    const decoded = kind.decode(stored.value);
+    return decoded.ok ? decoded.task : undefined;
+  };
+
+  const behaviour = (facts: TaskFacts, phase: Phase): Behaviour => {
+    // The controller records the call just before it asks for the behaviour.
+    const call = controller.calls.at(-1);
+    const task = taskOf(facts);
+    if (task === undefined) return { kind: "throw", message: "the task does not decode" };
+    const run = handlers[facts.member]?.[phase];
+    if (run === undefined) return { kind: "return", outcome: defaults[phase] };
+    const attempt =
+      controller.calls.filter((c) => c.uid === facts.metadata.uid && c.phase === phase).length - 1;
+    let result: SimulatedResult<R>;
+    try {
+      result = run(task, { phase, attempt, now: clock.now() });
+    } catch (error) {
+      return { kind: "throw", message: messageOf(error) };
+    }
+    if (!Effect.isEffect(result))
+      return result.kind === "hang" ? { kind: "hang" } : { kind: "return", outcome: result };
+    const fiber = runtime.runFork(
+      result.pipe(
+        Effect.catchCause((cause) =>
+          Effect.succeed(defectOutcome(Cause.pretty(cause).split("\n")[0] ?? "defect")),
+        ),
+      ),
+    );
+    const exit = fiber.pollUnsafe();
+    if (exit !== undefined) {
+      return exit._tag === "Success"
+        ? { kind: "return", outcome: exit.value }
+        : { kind: "throw", message: Cause.pretty(exit.cause).split("\n")[0] ?? "defect" };
+    }
+    if (call === undefined) return { kind: "throw", message: "no call record for an asynchronous handler" };
+    inFlight.set(call.id, {
+      call,
+      namespace: facts.metadata.namespace,
+      name: facts.metadata.name,
+      fiber,
+      done: new Promise((resolve) => fiber.addObserver(resolve)),
+    });
+    return { kind: "hang" };
+  };
+
+  const controller: SimulatedController<Task> = new SimulatedController({
+    kind,
+    config,
+    supported: Object.keys(handlers),
+    server,
+    clock,
+    behaviour,
+  });
+
+  /** Interrupts asynchronous calls the controller dropped (deleted task, crash): nobody waits for them. */
+  const reap = async (): Promise<void> => {
+    for (const [id, running] of inFlight) {
+      if (running.call.dropped === undefined) continue;
+      inFlight.delete(id);
+      await Effect.runPromise(Fiber.interrupt(running.fiber));
+    }
+  };
+
+  const settle = async (): Promise<void> => {
+    for (;;) {
+      await reap();
+      const open = [...inFlight.values()];
+      if (open.length === 0) return;
+      await Promise.race(open.map((running) => running.done));
+      for (const running of open) {
+        const exit = running.fiber.pollUnsafe();
+        if (exit === undefined) continue;
+        inFlight.delete(running.call.id);
+        if (running.call.dropped !== undefined) continue;
+        const outcome =
+          exit._tag === "Success"
+            ? exit.value
+            : defectOutcome(Cause.pretty(exit.cause).split("\n")[0] ?? "defect");
+        controller.resolve(running.namespace, running.name, outcome);
+      }
+    }
+  };
+
+  const stored = (name: string): JsonObject | undefined => {
+    const result = server.get(namespace, name);
+    return result.ok ? result.value : undefined;
+  };
+  const factsOf = (name: string): TaskFacts | undefined => {
+    const object = stored(name);
+    return object === undefined ? undefined : readFacts(kind, object);
+  };
+  const check = <A>(
+    result:
+      | { readonly ok: true; readonly value: A }
+      | { readonly ok: false; readonly error: { readonly message: string } },
+  ) => {
+    if (!result.ok) throw new Error(result.error.message);
+  };
+
+  return {
+    create: (manifest) => {
+      const json: unknown = JSON.parse(JSON.stringify(manifest));
+      if (!isObject(json) || !isObject(json.metadata))
+        throw new TypeError("a manifest is an object with metadata");
+      check(
+        server.create({
+          apiVersion: `${kind.resource.group}/${kind.resource.version}`,
+          kind: kind.resource.kind,
+          ...json,
+          metadata: { namespace, ...json.metadata },
+        }),
+      );
+    },
+    delete: (name) => check(server.delete(namespace, name)),
+    patch: (name, patch) => check(server.patch(namespace, name, patch)),
+    run: () => controller.runUntilIdle(),
+    advance: (ms) => controller.advanceAndRun(ms),
+    settle,
+    crash: () => controller.crash(),
+    resolve: (name, outcome) => controller.resolve(namespace, name, outcome),
+    hanging: () => controller.hanging(),
+    get: (name) => {
+      const object = stored(name);
+      if (object === undefined) return undefined;
+      const decoded = kind.decode(object);
+      return decoded.ok ? decoded.task : undefined;
+    },
+    object: stored,
+    exists: (name) => stored(name) !== undefined,
+    state: (name) => factsOf(name)?.status.state,
+    status: (name) => factsOf(name)?.status,
+    calls: (name) => byName(controller.calls, name),
+    writes: (name) => byName(controller.writes, name),
+    events: (name) => byName(controller.events, name),
+    passes: (name) => byName(controller.passes, name),
+    history: (name) =>
+      name === undefined
+        ? server.events
+        : server.events.filter(
+            (event) => isObject(event.object.metadata) && event.object.metadata.name === name,
+          ),
+    now: () => clock.now(),
+    nextTimer: () => controller.nextTimer(),
+    dispose: async () => {
+      for (const running of inFlight.values()) await Effect.runPromise(Fiber.interrupt(running.fiber));
+      inFlight.clear();
+      await runtime.dispose();
+    },
+    controller,
+    server,
+    clock,
+    config,
+  };
+};
