@@ -9,12 +9,13 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { Effect, Exit, Fiber, Layer, Logger, References, Scope } from "effect";
 import { etcdOpsTaskKind } from "../api/etcdopstask-kind.ts";
 import { etcdHandlerLayer, etcdHandlers } from "../handlers/etcd-registry.ts";
+import { startStatelyInspector } from "../inspect/stately-inspector.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
 import { type ControllerHandle, runController } from "../runtime/controller.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
-import { makeControllerMetrics } from "../runtime/metrics.ts";
+import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
 import type { WorkQueueMetrics } from "../runtime/work-queue.ts";
 import { startOpsServer } from "./ops-server.ts";
 import { type ControllerOptions, controllerHelp, readControllerOptions } from "./options.ts";
@@ -60,6 +61,12 @@ export const serveController = async (
     requests: counter,
     leader: () => leading,
   });
+  const inspector = options.inspect ? await startStatelyInspector({ port: options.inspectPort }) : undefined;
+  if (inspector !== undefined)
+    process.stderr.write(`opstask: Stately inspector at ${inspector.page ?? inspector.url}\n`);
+  const passTransitions = inspector?.observer.passTransitions;
+  const observer: ControllerObserver =
+    passTransitions === undefined ? metrics.observer : { ...metrics.observer, passTransitions };
   const servers = [
     await startOpsServer(options.metricsAddress, { registry: metrics.registry }),
     await startOpsServer(options.probeAddress, {
@@ -73,7 +80,7 @@ export const serveController = async (
   const controllers = Effect.gen(function* () {
     for (const namespace of namespaces) {
       const handle = yield* runController({
-        observer: metrics.observer,
+        observer,
         kind: etcdOpsTaskKind,
         handlers: etcdHandlers,
         config,
@@ -147,6 +154,7 @@ export const serveController = async (
         new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve()))),
     ),
   );
+  await inspector?.stop();
   return lostLeadership ? "lost" : "stopped";
 };
 

@@ -1,32 +1,30 @@
 /**
- * `opstask machine --format json|mermaid`: the task lifecycle machine, from its definition. JSON is
- * XState's definition (importable into Stately Studio); Mermaid is a state diagram of every edge with
- * its guard, the one the README shows.
+ * `opstask machine --format json|mermaid|dot|svg`: the task lifecycle machine, from its definition.
+ * JSON is XState's definition (importable into Stately Studio); Mermaid, DOT and SVG draw every edge
+ * with its guard (the README's diagram is the Mermaid one).
  */
 import { parseArgs } from "node:util";
-import { machineEdges } from "../machine/edges.ts";
+import { machineDot, machineMermaid, machineSvg } from "../machine/export.ts";
 import { taskMachine } from "../machine/task-machine.ts";
 import { OptionError } from "./options.ts";
 
-const id = (path: string): string => path.replaceAll(".", "_");
-
-/** Eventless edges are labelled by their guard; the unguarded one among guarded siblings is `else`. */
-export const machineMermaid = (): string => {
-  const edges = machineEdges();
-  const lines = ["stateDiagram-v2", "  [*] --> idle"];
-  for (const edge of edges) {
-    const siblings = edges.filter((other) => other.from === edge.from && other.event === edge.event).length;
-    const guard = edge.guard === undefined || edge.guard === "inline" ? undefined : edge.guard;
-    const label =
-      edge.event === "always"
-        ? (guard ?? (siblings > 1 ? "else" : ""))
-        : `${edge.event}${guard === undefined ? "" : ` [${guard}]`}`;
-    lines.push(`  ${id(edge.from)} --> ${id(edge.to)}${label === "" ? "" : `: ${label}`}`);
-  }
-  return `${lines.join("\n")}\n`;
-};
+const formats = ["json", "mermaid", "dot", "svg"] as const;
+type Format = (typeof formats)[number];
 
 export const machineJson = (): string => `${JSON.stringify(taskMachine.toJSON(), null, 2)}\n`;
+
+const render = (format: Format): Promise<string> | string => {
+  switch (format) {
+    case "json":
+      return machineJson();
+    case "mermaid":
+      return machineMermaid();
+    case "dot":
+      return machineDot();
+    case "svg":
+      return machineSvg();
+  }
+};
 
 export const machineCommand = async (argv: ReadonlyArray<string>): Promise<number> => {
   const { values } = parseArgs({
@@ -34,10 +32,12 @@ export const machineCommand = async (argv: ReadonlyArray<string>): Promise<numbe
     options: { format: { type: "string", default: "mermaid" } },
     strict: true,
   });
-  const format = values.format;
-  if (format !== "json" && format !== "mermaid") {
-    throw new OptionError(`invalid value "${String(format)}" for --format: expected json | mermaid`);
+  const format = formats.find((known) => known === values.format);
+  if (format === undefined) {
+    throw new OptionError(
+      `invalid value "${String(values.format)}" for --format: expected ${formats.join(" | ")}`,
+    );
   }
-  process.stdout.write(format === "json" ? machineJson() : machineMermaid());
+  process.stdout.write(await render(format));
   return 0;
 };

@@ -180,6 +180,23 @@ export const controllerOptionSpecs = {
     fallback: "opstask-controller",
     parse: (raw: string) => (/^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/.test(raw) ? raw : undefined),
   } satisfies Spec<string>,
+  inspect: {
+    flag: "inspect",
+    env: "OPSTASK_INSPECT",
+    help: "stream every task's machine to the Stately inspector (open http://127.0.0.1:<inspect-port>/)",
+    accepts: "true | false (the flag alone means true)",
+    boolean: true,
+    fallback: false,
+    parse: (raw: string) => (raw === "true" ? true : raw === "false" ? false : undefined),
+  } satisfies Spec<boolean>,
+  inspectPort: {
+    flag: "inspect-port",
+    env: "OPSTASK_INSPECT_PORT",
+    help: "port of the inspector relay on 127.0.0.1",
+    accepts: "a port number",
+    fallback: 9090,
+    parse: (raw: string) => (/^\d{1,5}$/.test(raw) && Number(raw) < 65536 ? Number(raw) : undefined),
+  } satisfies Spec<number>,
   logLevel: {
     flag: "log-level",
     env: "OPSTASK_LOG_LEVEL",

@@ -17,7 +17,7 @@ export interface Edge {
 const pathOf = (node: AnyStateNode): string => node.path.join(".");
 
 /** A compound target is entered through its initial states, down to a leaf. */
-const leafOf = (node: AnyStateNode): AnyStateNode => {
+export const leafOf = (node: AnyStateNode): AnyStateNode => {
   let current = node;
   while (current.type === "compound") {
     const next = current.initial.target[0];

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { machineMermaid } from "../../src/cli/machine-command.ts";
+import { machineMermaid } from "../../src/machine/export.ts";
 import { repoRoot } from "../support/cluster.ts";
 
 describe("the README's lifecycle diagram", () => {

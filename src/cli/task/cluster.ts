@@ -1,0 +1,189 @@
+/**
+ * The requests the task commands make: create, get and list EtcdOpsTasks, list a task's Events, and
+ * a list-watch cache for the commands that follow changes. Each request is bounded in time and fails
+ * only with `KubeError`; watching reuses the controller's informer (relists, bookmarks, backoff).
+ */
+import { CustomObjectsApi, EventsV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { Duration, Effect, Predicate, type Scope } from "effect";
+import { etcdOpsTaskKind } from "../../api/etcdopstask-kind.ts";
+import { kubeRequest, type RequestSettings } from "../../interpreters/kubernetes/client.ts";
+import { KubeError } from "../../interpreters/kubernetes/errors.ts";
+import { isKubeObject, type KubeObject } from "../../interpreters/kubernetes/object.ts";
+import { RequestCounter } from "../../interpreters/kubernetes/request-metrics.ts";
+import { type Informer, makeInformer } from "../../runtime/informer.ts";
+
+export interface Cluster {
+  readonly kubeConfig: KubeConfig;
+  readonly settings: RequestSettings;
+  readonly objects: CustomObjectsApi;
+  readonly events: EventsV1Api;
+}
+
+export const connect = (kubeConfig: KubeConfig): Cluster => ({
+  kubeConfig,
+  settings: { counter: new RequestCounter(), timeout: Duration.seconds(30) },
+  objects: kubeConfig.makeApiClient(CustomObjectsApi),
+  events: kubeConfig.makeApiClient(EventsV1Api),
+});
+
+const { group, version, plural } = etcdOpsTaskKind.resource;
+
+const asObject = (data: unknown, what: string): Effect.Effect<KubeObject, KubeError> =>
+  isKubeObject(data)
+    ? Effect.succeed(data)
+    : Effect.fail(new KubeError({ reason: "Invalid", code: 0, message: `${what}: not a namespaced object` }));
+
+export const createTask = (
+  cluster: Cluster,
+  namespace: string,
+  manifest: object,
+): Effect.Effect<KubeObject, KubeError> =>
+  kubeRequest(cluster.settings, "create", (options) =>
+    cluster.objects.createNamespacedCustomObjectWithHttpInfo(
+      { group, version, plural, namespace, body: manifest },
+      options,
+    ),
+  ).pipe(Effect.flatMap((info) => asObject(info.data, "the created task")));
+
+export const getTask = (
+  cluster: Cluster,
+  namespace: string,
+  name: string,
+): Effect.Effect<KubeObject, KubeError> =>
+  kubeRequest(cluster.settings, "get", (options) =>
+    cluster.objects.getNamespacedCustomObjectWithHttpInfo(
+      { group, version, plural, namespace, name },
+      options,
+    ),
+  ).pipe(Effect.flatMap((info) => asObject(info.data, `task ${namespace}/${name}`)));
+
+const field = (value: unknown, name: string): unknown =>
+  Predicate.isObject(value) && name in value ? Reflect.get(value, name) : undefined;
+
+/** Every task of `namespace` (all namespaces when undefined), all pages. */
+export const listTasks = (
+  cluster: Cluster,
+  namespace: string | undefined,
+): Effect.Effect<ReadonlyArray<KubeObject>, KubeError> =>
+  Effect.gen(function* () {
+    const items: KubeObject[] = [];
+    let continueToken: string | undefined;
+    do {
+      const query = {
+        group,
+        version,
+        plural,
+        limit: 500,
+        ...(continueToken === undefined ? {} : { _continue: continueToken }),
+      };
+      const page = yield* kubeRequest(cluster.settings, "list", (options) =>
+        namespace === undefined
+          ? cluster.objects.listClusterCustomObjectWithHttpInfo(query, options)
+          : cluster.objects.listNamespacedCustomObjectWithHttpInfo({ ...query, namespace }, options),
+      );
+      const pageItems = field(page.data, "items");
+      if (Array.isArray(pageItems)) items.push(...pageItems.filter(isKubeObject));
+      const next = field(field(page.data, "metadata"), "continue");
+      continueToken = typeof next === "string" && next !== "" ? next : undefined;
+    } while (continueToken !== undefined);
+    return items;
+  });
+
+/** A Kubernetes Event about a task, reduced to what `describe` shows. */
+export interface TaskEventRecord {
+  readonly type: string;
+  readonly reason: string;
+  readonly note: string;
+  /** When it (last) happened, ms since the epoch. */
+  readonly at: number;
+  /** How often it happened (an event series counts repeats). */
+  readonly count: number;
+  readonly reportingController: string;
+}
+
+/** The first valid time of `candidates` (client-node types them as Date; some arrive as strings). */
+const timeOf = (...candidates: ReadonlyArray<unknown>): number | undefined => {
+  for (const candidate of candidates) {
+    const ms =
+      candidate instanceof Date
+        ? candidate.getTime()
+        : typeof candidate === "string"
+          ? Date.parse(candidate)
+          : Number.NaN;
+    if (!Number.isNaN(ms)) return ms;
+  }
+  return undefined;
+};
+
+/** The `events.k8s.io/v1` Events whose `regarding.uid` is the task's, oldest first. */
+export const listTaskEvents = (
+  cluster: Cluster,
+  namespace: string,
+  uid: string,
+): Effect.Effect<ReadonlyArray<TaskEventRecord>, KubeError> =>
+  kubeRequest(cluster.settings, "list", (options) =>
+    cluster.events.listNamespacedEventWithHttpInfo(
+      { namespace, fieldSelector: `regarding.uid=${uid}` },
+      options,
+    ),
+  ).pipe(
+    Effect.map((info) =>
+      info.data.items
+        .filter((event) => event.regarding?.uid === uid)
+        .flatMap((event): TaskEventRecord[] => {
+          const at = timeOf(
+            event.series?.lastObservedTime,
+            event.eventTime,
+            event.deprecatedLastTimestamp,
+            event.metadata?.creationTimestamp,
+          );
+          if (at === undefined) return [];
+          return [
+            {
+              type: event.type ?? "Normal",
+              reason: event.reason ?? "",
+              note: event.note ?? "",
+              at,
+              count: event.series?.count ?? event.deprecatedCount ?? 1,
+              reportingController: event.reportingController ?? "",
+            },
+          ];
+        })
+        .sort((a, b) => a.at - b.at),
+    ),
+  );
+
+/**
+ * A list-watch cache of the tasks of `namespace` (all when undefined), synced; its log lines are the
+ * caller's to silence. Fails when the first LIST does not succeed within the request timeout (the
+ * informer itself would keep retrying, silently, for ever).
+ */
+export const watchTasks = (
+  cluster: Cluster,
+  namespace: string | undefined,
+): Effect.Effect<Informer, KubeError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const informer = yield* makeInformer({
+      kubeConfig: cluster.kubeConfig,
+      resource: etcdOpsTaskKind.resource,
+      ...(namespace === undefined ? {} : { namespace }),
+      counter: cluster.settings.counter,
+      watchTimeoutSeconds: 60,
+      watchdog: Duration.seconds(90),
+      backoff: { initial: Duration.millis(200), max: Duration.seconds(5) },
+    });
+    yield* informer.synced.pipe(
+      Effect.timeoutOrElse({
+        duration: cluster.settings.timeout,
+        orElse: () =>
+          Effect.fail(
+            new KubeError({
+              reason: "Transient",
+              code: 0,
+              message: `could not list and watch EtcdOpsTasks within ${Math.round(Duration.toMillis(cluster.settings.timeout) / 1000)}s`,
+            }),
+          ),
+      }),
+    );
+    return informer;
+  });

@@ -1,0 +1,74 @@
+/**
+ * How a task command runs: usage on `--help`, arguments parsed before anything is sent (a bad one
+ * exits 2 naming the option), the request program run with Ctrl-C as interruption, and API errors
+ * printed as one line (exit 1; 2 when the API server refuses the task as invalid).
+ */
+import { Cause, Effect, Exit, Logger } from "effect";
+import type { KubeError } from "../../interpreters/kubernetes/errors.ts";
+import { OptionError } from "../options.ts";
+import type { TaskIo } from "./io.ts";
+
+export interface TaskCommandSpec {
+  readonly name: string;
+  /** Usage text, `{program}` standing for `opstask` or `kubectl opstask`. */
+  readonly usage: string;
+  /** The exit code when Ctrl-C ends the command (`get -w`: 0, it is how a watch ends). */
+  readonly interruptedExit: number;
+  /** Parses `argv` (throwing `OptionError`) and returns the program to run. */
+  readonly prepare: (argv: ReadonlyArray<string>, io: TaskIo) => Effect.Effect<number, KubeError>;
+}
+
+export type TaskCommand = (argv: ReadonlyArray<string>) => Promise<number>;
+
+const hints: Partial<Record<KubeError["reason"], string>> = {
+  Unauthorized: "check the credentials of the kubeconfig",
+  Forbidden: "the user lacks permission for EtcdOpsTasks (or Events) in this namespace",
+  NotFound: "check the name and the namespace (-n); is the EtcdOpsTask CRD installed?",
+  Transient: "is the cluster reachable?",
+};
+
+export const usageOf = (spec: Pick<TaskCommandSpec, "usage">, io: TaskIo): string =>
+  spec.usage.replaceAll("{program}", io.program);
+
+export const runTaskCommand =
+  (spec: TaskCommandSpec, makeIo: () => TaskIo): TaskCommand =>
+  async (argv) => {
+    const io = makeIo();
+    try {
+      if (argv.includes("--help") || argv.includes("-h")) {
+        io.stdout.write(usageOf(spec, io));
+        return 0;
+      }
+      let program: Effect.Effect<number, KubeError>;
+      try {
+        program = spec.prepare(argv, io);
+      } catch (error) {
+        if (!(error instanceof OptionError)) throw error;
+        io.stderr.write(`${io.program} ${spec.name}: ${error.message}\n`);
+        return 2;
+      }
+      const exit = await Effect.runPromiseExit(
+        program.pipe(
+          Effect.catchTag("KubeError", (error) =>
+            Effect.sync(() => {
+              const hint = hints[error.reason];
+              io.stderr.write(
+                `${io.program} ${spec.name}: ${error.reason}${error.code === 0 ? "" : ` (${error.code})`}: ${error.message}${
+                  hint === undefined ? "" : `\n  hint: ${hint}`
+                }\n`,
+              );
+              return error.reason === "Invalid" ? 2 : 1;
+            }),
+          ),
+          // The informer logs its retries; a command's output is its own.
+          Effect.provide(Logger.layer([])),
+        ),
+        io.signal === undefined ? {} : { signal: io.signal },
+      );
+      if (Exit.isSuccess(exit)) return exit.value;
+      if (Cause.hasInterruptsOnly(exit.cause)) return spec.interruptedExit;
+      throw Cause.squash(exit.cause);
+    } finally {
+      io.release?.();
+    }
+  };

@@ -1,0 +1,87 @@
+/**
+ * `describe <task>`: what the task is, where it stands, how it got there, and one line on why.
+ *
+ * The status keeps only the latest operation and transition; the Events the controller records on
+ * each state change (Started, Succeeded, Failed, Rejected, Expired, CleanupFailed) fill in the rest of
+ * the timeline. Events are best effort (and expire after an hour): when they cannot be listed the
+ * description says so and shows what the status has.
+ */
+import { Effect, Result } from "effect";
+import type { KubeError } from "../../interpreters/kubernetes/errors.ts";
+import { fromWireTime, toWireTime } from "../../machine/time.ts";
+import { type Cluster, getTask, listTaskEvents, type TaskEventRecord } from "./cluster.ts";
+import { timeline, why } from "./explain.ts";
+import { humanDuration } from "./human-duration.ts";
+import type { Output } from "./io.ts";
+import { configSummary, decodeLastError, phaseOf, type TaskView, viewOf } from "./task-view.ts";
+
+const field = (label: string, value: string): string => `${`${label}:`.padEnd(13)}${value}\n`;
+
+const ago = (at: number, now: number): string => `${toWireTime(at)} (${humanDuration(now - at)} ago)`;
+
+/** The description as text; `events` undefined means they could not be read (`eventsError` says why). */
+export const renderDescription = (
+  view: TaskView,
+  events: ReadonlyArray<TaskEventRecord> | undefined,
+  now: number,
+  eventsError?: string,
+): string => {
+  const { status } = view;
+  let out = "";
+  out += field("Name", view.name);
+  out += field("Namespace", view.namespace);
+  out += field("Etcd", view.etcdName === undefined || view.etcdName === "" ? "<none>" : view.etcdName);
+  out += field("Task", configSummary(view));
+  for (const line of view.invalid) out += field("  invalid", line);
+  out += field("TTL", `${view.ttlSeconds}s after it ends`);
+  if (view.createdAt !== undefined) out += field("Created", ago(view.createdAt, now));
+  if (view.deletingSince !== undefined) out += field("Deleting", `since ${ago(view.deletingSince, now)}`);
+  out += field("Finalizers", view.finalizers.length === 0 ? "<none>" : view.finalizers.join(", "));
+  const since = fromWireTime(status.lastTransitionTime);
+  out += field(
+    "State",
+    `${status.state ?? "<none>"}${since === undefined ? "" : ` since ${ago(since, now)}`}`,
+  );
+  out += field(
+    "Phase",
+    status.lastOperation === undefined ? "<none>" : `${phaseOf(status)}: ${status.lastOperation.description}`,
+  );
+  out += field("Why", why(view, now));
+
+  out += "\nTimeline:\n";
+  const created = view.createdAt;
+  for (const entry of timeline(view, events ?? [])) {
+    const offset = created === undefined ? "" : `+${humanDuration(entry.at - created)}`;
+    out += `  ${toWireTime(entry.at)}  ${offset.padEnd(7)} ${entry.source.padEnd(9)} ${entry.text}\n`;
+  }
+  if (events === undefined) out += `  (events not shown: ${eventsError ?? "could not be listed"})\n`;
+  else if (events.length === 0) out += "  (no events recorded for this task, or they have expired)\n";
+
+  const errors = status.lastErrors ?? [];
+  out += `\nLast errors (${errors.length === 0 ? "none" : "oldest first, newest last"}):\n`;
+  for (const error of errors.map(decodeLastError)) {
+    const at = error.observedAt === undefined ? "" : toWireTime(error.observedAt);
+    out += `  ${at}  ${error.code}${error.operation === undefined ? "" : `  (${error.operation})`}\n`;
+    out += `    message: ${error.message}\n`;
+    if (error.cause !== undefined) out += `    cause:   ${error.cause}\n`;
+  }
+  return out;
+};
+
+export interface DescribeOptions {
+  readonly cluster: Cluster;
+  readonly namespace: string;
+  readonly name: string;
+  readonly stdout: Output;
+}
+
+export const describeTask = (options: DescribeOptions): Effect.Effect<number, KubeError> =>
+  Effect.gen(function* () {
+    const view = viewOf(yield* getTask(options.cluster, options.namespace, options.name));
+    const events = yield* Effect.result(listTaskEvents(options.cluster, options.namespace, view.uid));
+    const text = Result.isSuccess(events)
+      ? renderDescription(view, events.success, Date.now())
+      : renderDescription(view, undefined, Date.now(), `${events.failure.reason}: ${events.failure.message}`);
+    options.stdout.write(text);
+    return 0;
+  });
