@@ -16,7 +16,7 @@ import { lifecycleConfig } from "../reconcile/defaults.ts";
 import { type ControllerHandle, runController } from "../runtime/controller.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
-import type { WorkQueueMetrics } from "../runtime/work-queue.ts";
+import { sumQueueMetrics } from "../runtime/work-queue.ts";
 import { startOpsServer } from "./ops-server.ts";
 import { type ControllerOptions, controllerHelp, readControllerOptions } from "./options.ts";
 
@@ -56,7 +56,7 @@ export const serveController = async (
   const handles: ControllerHandle[] = [];
   let synced = 0;
   metrics.attach({
-    queue: () => sumQueues(handles.map((handle) => handle.queue())),
+    queue: () => sumQueueMetrics(handles.map((handle) => handle.queue())),
     handlerCallsInFlight: () => handles.reduce((total, handle) => total + handle.stats().inFlightCalls, 0),
     requests: counter,
     leader: () => leading,
@@ -168,24 +168,6 @@ const leaseNamespace = (configured: string): string => {
   } catch {
     return "default";
   }
-};
-
-/** Queue figures of several controllers (one per namespace) as one. */
-const sumQueues = (queues: ReadonlyArray<WorkQueueMetrics>): WorkQueueMetrics => {
-  const sum = (pick: (q: WorkQueueMetrics) => number) => queues.reduce((total, q) => total + pick(q), 0);
-  return {
-    depth: sum((q) => q.depth),
-    inFlight: sum((q) => q.inFlight),
-    delayed: sum((q) => q.delayed),
-    adds: sum((q) => q.adds),
-    deduplicated: sum((q) => q.deduplicated),
-    started: sum((q) => q.started),
-    processed: sum((q) => q.processed),
-    failures: sum((q) => q.failures),
-    waitTotalMs: sum((q) => q.waitTotalMs),
-    waitMaxMs: Math.max(0, ...queues.map((q) => q.waitMaxMs)),
-    processingTotalMs: sum((q) => q.processingTotalMs),
-  };
 };
 
 export const controllerCommand = async (argv: ReadonlyArray<string>): Promise<number> => {

@@ -10,9 +10,9 @@ import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { type BackupRestore, startBackupRestore } from "../devcluster/backup-restore.ts";
 import { runDevCluster } from "../devcluster/dev.ts";
+import { createReadyEtcd } from "../devcluster/ready-etcd.ts";
 import { loadKubeConfig, serveController } from "./controller-command.ts";
 import { type ControllerOptions, readControllerOptions } from "./options.ts";
 
@@ -24,60 +24,6 @@ const demoEtcd = { name: "etcd-test", namespace: "default" };
 
 const say = (line: string): void => {
   process.stderr.write(`opstask dev: ${line}\n`);
-};
-
-/** The demo Etcd: backup enabled (to the local backup-restore), and Ready. */
-const createDemoEtcd = async (
-  kubeConfig: KubeConfig,
-  backupRestore: BackupRestore | undefined,
-): Promise<void> => {
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
-  const target = {
-    group: "druid.gardener.cloud",
-    version: "v1alpha1",
-    plural: "etcds",
-    namespace: demoEtcd.namespace,
-  };
-  await api.createNamespacedCustomObject({
-    ...target,
-    body: {
-      apiVersion: "druid.gardener.cloud/v1alpha1",
-      kind: "Etcd",
-      metadata: demoEtcd,
-      spec: {
-        replicas: 1,
-        labels: { app: demoEtcd.name },
-        etcd: {},
-        backup: {
-          ...(backupRestore === undefined ? {} : { port: backupRestore.port }),
-          store: { prefix: "opstask-dev" },
-        },
-      },
-    },
-  });
-  const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-  await api.patchNamespacedCustomObjectStatus({
-    ...target,
-    name: demoEtcd.name,
-    body: [
-      {
-        op: "add",
-        path: "/status",
-        value: {
-          conditions: [
-            {
-              type: "Ready",
-              status: "True",
-              reason: "Quorate",
-              message: "opstask dev demo",
-              lastTransitionTime: now,
-              lastUpdateTime: now,
-            },
-          ],
-        },
-      },
-    ],
-  });
 };
 
 const runLocal = async (options: ControllerOptions): Promise<void> => {
@@ -104,7 +50,12 @@ const runLocal = async (options: ControllerOptions): Promise<void> => {
             `no etcd-backup-restore (${error instanceof Error ? error.message : String(error)}); the demo Etcd has backup enabled but nothing answers`,
           );
         }
-        await createDemoEtcd(kubeConfig, backupRestore);
+        await createReadyEtcd(kubeConfig, {
+          ...demoEtcd,
+          ...(backupRestore === undefined ? {} : { backupPort: backupRestore.port }),
+          storePrefix: "opstask-dev",
+          message: "opstask dev demo",
+        });
         const resolveRule = {
           host: `${demoEtcd.name}-client.${demoEtcd.namespace}`,
           port: "*" as const,

@@ -18,7 +18,7 @@ import { lifecycleConfig } from "../reconcile/defaults.ts";
 import type { ResourceRef, TaskKind } from "../reconcile/task-kind.ts";
 import { type ControllerHandle, type ControllerStats, runController } from "../runtime/controller.ts";
 import type { ControllerObserver } from "../runtime/metrics.ts";
-import type { WorkQueueMetrics } from "../runtime/work-queue.ts";
+import { sumQueueMetrics, type WorkQueueMetrics } from "../runtime/work-queue.ts";
 import { defaultKubeConfig } from "./kube-config.ts";
 import type { ServicesOption } from "./services-option.ts";
 
@@ -166,7 +166,7 @@ export const runTaskController = async <Task, R = never>(
   return {
     stop,
     stats: () => sumStats(handles.map((handle) => handle.stats())),
-    queue: () => sumQueues(handles.map((handle) => handle.queue())),
+    queue: () => sumQueueMetrics(handles.map((handle) => handle.queue())),
     requests: counter,
   };
 };
@@ -183,22 +183,5 @@ const sumStats = (all: ReadonlyArray<ControllerStats>): ControllerStats => {
     handlerCalls: sum((s) => s.handlerCalls),
     inFlightCalls: sum((s) => s.inFlightCalls),
     writes,
-  };
-};
-
-const sumQueues = (queues: ReadonlyArray<WorkQueueMetrics>): WorkQueueMetrics => {
-  const sum = (pick: (q: WorkQueueMetrics) => number) => queues.reduce((total, q) => total + pick(q), 0);
-  return {
-    depth: sum((q) => q.depth),
-    inFlight: sum((q) => q.inFlight),
-    delayed: sum((q) => q.delayed),
-    adds: sum((q) => q.adds),
-    deduplicated: sum((q) => q.deduplicated),
-    started: sum((q) => q.started),
-    processed: sum((q) => q.processed),
-    failures: sum((q) => q.failures),
-    waitTotalMs: sum((q) => q.waitTotalMs),
-    waitMaxMs: Math.max(0, ...queues.map((q) => q.waitMaxMs)),
-    processingTotalMs: sum((q) => q.processingTotalMs),
   };
 };

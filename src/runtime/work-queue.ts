@@ -62,6 +62,24 @@ export interface WorkQueueMetrics {
   readonly processingTotalMs: number;
 }
 
+/** The figures of several queues (e.g. one controller per namespace) as one. */
+export const sumQueueMetrics = (queues: ReadonlyArray<WorkQueueMetrics>): WorkQueueMetrics => {
+  const sum = (pick: (q: WorkQueueMetrics) => number) => queues.reduce((total, q) => total + pick(q), 0);
+  return {
+    depth: sum((q) => q.depth),
+    inFlight: sum((q) => q.inFlight),
+    delayed: sum((q) => q.delayed),
+    adds: sum((q) => q.adds),
+    deduplicated: sum((q) => q.deduplicated),
+    started: sum((q) => q.started),
+    processed: sum((q) => q.processed),
+    failures: sum((q) => q.failures),
+    waitTotalMs: sum((q) => q.waitTotalMs),
+    waitMaxMs: Math.max(0, ...queues.map((q) => q.waitMaxMs)),
+    processingTotalMs: sum((q) => q.processingTotalMs),
+  };
+};
+
 export interface WorkQueue {
   readonly add: (key: string) => Effect.Effect<void>;
   /** Adds `key` after `delay`, replacing its pending timer; a delay ≤ 0 adds it now. */

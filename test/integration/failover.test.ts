@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { CoordinationV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TaskStatus } from "../../src/api/status.ts";
+import { createReadyEtcd } from "../../src/devcluster/ready-etcd.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 
 const crds = ["druid.gardener.cloud_etcdopstasks.yaml", "druid.gardener.cloud_etcds.yaml"].map((file) =>
@@ -83,48 +84,13 @@ describe("leader election: failover while a task executes", () => {
       setTimeout(() => response.writeHead(200, { "content-type": "application/json" }).end("{}"), 4_000);
     });
     await new Promise<void>((resolve) => standIn.listen(0, "127.0.0.1", () => resolve()));
-    const api = kc.makeApiClient(CustomObjectsApi);
     const port = (standIn.address() as AddressInfo).port;
-    await api.createNamespacedCustomObject({
-      ...druid,
-      plural: "etcds",
-      namespace,
-      body: {
-        apiVersion: "druid.gardener.cloud/v1alpha1",
-        kind: "Etcd",
-        metadata: { name: "etcd-fo", namespace },
-        spec: {
-          replicas: 1,
-          labels: { app: "etcd-fo" },
-          etcd: {},
-          backup: { port, store: { prefix: "fo" } },
-        },
-      },
-    });
-    const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-    await api.patchNamespacedCustomObjectStatus({
-      ...druid,
-      plural: "etcds",
-      namespace,
+    await createReadyEtcd(kc, {
       name: "etcd-fo",
-      body: [
-        {
-          op: "add",
-          path: "/status",
-          value: {
-            conditions: [
-              {
-                type: "Ready",
-                status: "True",
-                reason: "Quorate",
-                message: "failover test",
-                lastTransitionTime: now,
-                lastUpdateTime: now,
-              },
-            ],
-          },
-        },
-      ],
+      namespace,
+      backupPort: port,
+      storePrefix: "fo",
+      message: "failover test",
     });
     startControllerProcess(port);
     startControllerProcess(port);

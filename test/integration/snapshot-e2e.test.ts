@@ -7,6 +7,7 @@ import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TaskStatus } from "../../src/api/status.ts";
 import { type BackupRestore, startBackupRestore } from "../../src/devcluster/backup-restore.ts";
+import { createReadyEtcd } from "../../src/devcluster/ready-etcd.ts";
 import { etcdHandlerLayer, etcdHandlers } from "../../src/handlers/etcd-registry.ts";
 import { createTestNamespace, druidCrds, useControlPlane } from "../support/cluster.ts";
 import { type RunningController, startControllerWith } from "../support/controller.ts";
@@ -56,44 +57,12 @@ describe("on-demand snapshots through a real etcd-backup-restore", () => {
     api = kc.makeApiClient(CustomObjectsApi);
     namespace = await createTestNamespace(kc, "e2e");
     backupRestore = await startBackupRestore({ deltaSnapshotPeriod: "1h" });
-    await api.createNamespacedCustomObject({
-      ...etcds,
-      namespace,
-      body: {
-        apiVersion: "druid.gardener.cloud/v1alpha1",
-        kind: "Etcd",
-        metadata: { name: etcdName, namespace },
-        spec: {
-          replicas: 1,
-          labels: { app: etcdName },
-          etcd: {},
-          backup: { port: backupRestore.port, store: { prefix: "e2e" } },
-        },
-      },
-    });
-    const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-    await api.patchNamespacedCustomObjectStatus({
-      ...etcds,
-      namespace,
+    await createReadyEtcd(kc, {
       name: etcdName,
-      body: [
-        {
-          op: "add",
-          path: "/status",
-          value: {
-            conditions: [
-              {
-                type: "Ready",
-                status: "True",
-                reason: "Quorate",
-                message: "e2e",
-                lastTransitionTime: now,
-                lastUpdateTime: now,
-              },
-            ],
-          },
-        },
-      ],
+      namespace,
+      backupPort: backupRestore.port,
+      storePrefix: "e2e",
+      message: "e2e",
     });
     const resolve = [{ host: `${etcdName}-client.${namespace}`, port: "*" as const, address: "127.0.0.1" }];
     controller = await startControllerWith(

@@ -65,7 +65,7 @@ export const makeOnDemandMaintenanceHandler = (
       maintenanceConfig(task).pipe(
         Effect.andThen(maintainableEtcd(task)),
         Effect.as(completed(AdmissionTexts.admitPassed)),
-        Effect.catchTag("MaintenanceStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
+        Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
         Effect.withSpan("OnDemandMaintenance.admit"),
       ),
 
@@ -78,7 +78,7 @@ export const makeOnDemandMaintenanceHandler = (
         const report = yield* runMaintenance(clientEndpoint(etcd, timeoutMs(config), tls), planOf(config));
         return completed(describeReport(report));
       }).pipe(
-        Effect.catchTag("MaintenanceStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
+        Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
         Effect.withSpan("OnDemandMaintenance.execute"),
       ),
 

@@ -3,8 +3,7 @@
  * capitalised `description`, a lower-case error `message`, and the cause verbatim (the API's or etcd's
  * text). Codes shared with the snapshot handler keep druid's spelling and meaning.
  */
-import { Data } from "effect";
-import type { PhaseOutcome, TaskError } from "../../machine/types.ts";
+import { stops } from "../step-failure.ts";
 
 export const ErrorCodes = {
   // Shared with the on-demand snapshot handler.
@@ -25,26 +24,7 @@ export const ErrorCodes = {
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
-export class StepFailure extends Data.TaggedError("MaintenanceStepFailure")<{
-  /** `failed`: retrying cannot help (Admit → Rejected, Execute → Failed); `retry`: back off and retry. */
-  readonly verdict: "failed" | "retry";
-  readonly description: string;
-  readonly error: TaskError;
-}> {}
+export { completed, outcomeOf, StepFailure } from "../step-failure.ts";
 
-const stop =
-  (verdict: StepFailure["verdict"]) =>
-  (description: string, code: ErrorCode, message: string, cause: string): StepFailure =>
-    new StepFailure({ verdict, description, error: { code, message, cause } });
-
-/** A final failure. */
-export const failed = stop("failed");
-/** A transient failure, retried with backoff. */
-export const retry = stop("retry");
-
-export const outcomeOf = (failure: StepFailure): PhaseOutcome =>
-  failure.verdict === "failed"
-    ? { kind: "failed", description: failure.description, error: failure.error }
-    : { kind: "retry", description: failure.description, error: failure.error };
-
-export const completed = (description: string): PhaseOutcome => ({ kind: "completed", description });
+/** A final failure, and a transient one (retried with backoff). */
+export const { failed, retry } = stops<ErrorCode>();

@@ -178,7 +178,7 @@ export const makeOnDemandSnapshotCompactionHandler = (
       compactionConfig(task).pipe(
         Effect.andThen(compactionTarget(task)),
         Effect.as(completed(AdmissionTexts.admitPassed)),
-        Effect.catchTag("SnapshotStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
+        Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
         Effect.withSpan("OnDemandSnapshotCompaction.admit"),
       ),
 
@@ -194,7 +194,7 @@ export const makeOnDemandSnapshotCompactionHandler = (
         }
         return yield* createJob(task, config, name);
       }).pipe(
-        Effect.catchTag("SnapshotStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
+        Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
         Effect.withSpan("OnDemandSnapshotCompaction.execute"),
       ),
 
@@ -214,7 +214,7 @@ export const makeOnDemandSnapshotCompactionHandler = (
         }
         return yield* deleteJobFailure(task, name)(deleted.failure);
       }).pipe(
-        Effect.catchTag("SnapshotStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
+        Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
         Effect.withSpan("OnDemandSnapshotCompaction.cleanup"),
       ),
   };

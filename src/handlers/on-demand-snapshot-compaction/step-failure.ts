@@ -3,7 +3,8 @@
  * handler's `StepFailure` (one tagged value for every handler step), so the texts shared with it (Etcd
  * lookup, backup not enabled, unsupported config) are the same values.
  */
-import { ErrorCodes as SnapshotErrorCodes, StepFailure } from "../on-demand-snapshot/step-failure.ts";
+import { ErrorCodes as SnapshotErrorCodes } from "../on-demand-snapshot/step-failure.ts";
+import { StepFailure, stops } from "../step-failure.ts";
 
 export { StepFailure };
 
@@ -23,12 +24,5 @@ export const ErrorCodes = {
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
-const stop =
-  (verdict: StepFailure["verdict"]) =>
-  (description: string, code: ErrorCode, message: string, cause: string): StepFailure =>
-    new StepFailure({ verdict, description, error: { code, message, cause } });
-
-/** A final failure: Admit → Rejected, Execute → Failed. */
-export const failed = stop("failed");
-/** A transient failure, retried with backoff. */
-export const retry = stop("retry");
+/** A final failure (Admit → Rejected, Execute → Failed), and a transient one (retried with backoff). */
+export const { failed, retry } = stops<ErrorCode>();

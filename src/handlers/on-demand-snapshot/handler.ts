@@ -57,7 +57,7 @@ export const makeOnDemandSnapshotHandler = (
       snapshotConfig(task).pipe(
         Effect.andThen(admissibleEtcd(task)),
         Effect.as(completed(AdmissionTexts.admitPassed)),
-        Effect.catchTag("SnapshotStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
+        Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
         Effect.withSpan("OnDemandSnapshot.admit"),
       ),
 
@@ -69,7 +69,7 @@ export const makeOnDemandSnapshotHandler = (
         const ca = tls === undefined ? undefined : yield* resolveBackupRestoreCA(etcd, tls);
         return yield* takeSnapshot(config, snapshotRequest(etcd, config, timeoutMs(config), ca));
       }).pipe(
-        Effect.catchTag("SnapshotStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
+        Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
         Effect.withSpan("OnDemandSnapshot.execute"),
       ),
 

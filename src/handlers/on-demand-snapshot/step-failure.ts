@@ -1,10 +1,5 @@
-/**
- * How a step of the on-demand snapshot handler stops: a `failed` or `retry` outcome with druid's
- * description and error (contract §1.5, §1.6). Steps fail with this tagged value; the handler turns it
- * into its `PhaseOutcome`, so the handler's own Effect never fails.
- */
-import { Data } from "effect";
-import type { PhaseOutcome, TaskError } from "../../machine/types.ts";
+/** The on-demand snapshot handler's error codes (druid's, contract §1.6) and its stop helpers. */
+import { stops } from "../step-failure.ts";
 
 /** druid's error codes for this task type (contract §1.6). */
 export const ErrorCodes = {
@@ -22,26 +17,7 @@ export const ErrorCodes = {
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
-export class StepFailure extends Data.TaggedError("SnapshotStepFailure")<{
-  /** `failed`: retrying cannot help (Admit → Rejected, Execute → Failed); `retry`: back off and retry. */
-  readonly verdict: "failed" | "retry";
-  readonly description: string;
-  readonly error: TaskError;
-}> {}
+export { completed, outcomeOf, StepFailure } from "../step-failure.ts";
 
-const stop =
-  (verdict: StepFailure["verdict"]) =>
-  (description: string, code: ErrorCode, message: string, cause: string): StepFailure =>
-    new StepFailure({ verdict, description, error: { code, message, cause } });
-
-/** A final failure. */
-export const failed = stop("failed");
-/** A transient failure, retried with backoff. */
-export const retry = stop("retry");
-
-export const outcomeOf = (failure: StepFailure): PhaseOutcome =>
-  failure.verdict === "failed"
-    ? { kind: "failed", description: failure.description, error: failure.error }
-    : { kind: "retry", description: failure.description, error: failure.error };
-
-export const completed = (description: string): PhaseOutcome => ({ kind: "completed", description });
+/** A final failure, and a transient one (retried with backoff). */
+export const { failed, retry } = stops<ErrorCode>();
