@@ -52,7 +52,12 @@ const runLocal = async (options: ControllerOptions): Promise<void> => {
         }
         await createReadyEtcd(kubeConfig, {
           ...demoEtcd,
-          ...(backupRestore === undefined ? {} : { backupPort: backupRestore.port }),
+          ...(backupRestore === undefined
+            ? {}
+            : {
+                backupPort: backupRestore.port,
+                clientPort: Number(new URL(backupRestore.etcdClientUrl).port),
+              }),
           storePrefix: "opstask-dev",
           message: "opstask dev demo",
         });

@@ -11,6 +11,8 @@ export interface ReadyEtcdOptions {
   /** `spec.backup.port`: where the backup-restore sidecar listens (druid's default 8080 when absent). */
   readonly backupPort?: number;
   readonly storePrefix?: string;
+  /** `spec.etcd.clientPort`: where etcd's client endpoint listens (druid's default 2379 when absent). */
+  readonly clientPort?: number;
   /** The Ready condition's message. */
   readonly message?: string;
 }
@@ -30,7 +32,7 @@ export const createReadyEtcd = async (kubeConfig: KubeConfig, options: ReadyEtcd
       spec: {
         replicas: 1,
         labels: { app: name },
-        etcd: {},
+        etcd: options.clientPort === undefined ? {} : { clientPort: options.clientPort },
         backup: {
           ...(options.backupPort === undefined ? {} : { port: options.backupPort }),
           store: { prefix: options.storePrefix ?? name },
