@@ -141,9 +141,34 @@ export const runController = <Task, R>(
       return facts;
     };
 
-    const allFacts = (namespace: string): TaskFacts[] =>
-      informer.list(namespace).flatMap((object) => {
-        const facts = factsOf(object);
+    // Tasks by admission group (`namespace/group`), kept from the change stream: admission and peer
+    // wake-ups read one group, never the whole namespace (that was quadratic in the number of tasks).
+    const groupMembers = new Map<string, Set<string>>();
+    const groupOfKey = new Map<string, string>();
+    const regroup = (key: string, group: string | undefined): void => {
+      const previous = groupOfKey.get(key);
+      if (previous === group) return;
+      if (previous !== undefined) {
+        const members = groupMembers.get(previous);
+        members?.delete(key);
+        if (members?.size === 0) groupMembers.delete(previous);
+      }
+      if (group === undefined) {
+        groupOfKey.delete(key);
+        return;
+      }
+      groupOfKey.set(key, group);
+      const members = groupMembers.get(group) ?? new Set<string>();
+      members.add(key);
+      groupMembers.set(group, members);
+    };
+
+    /** The facts of every cached task of a group. */
+    const groupFacts = (group: string): TaskFacts[] =>
+      [...(groupMembers.get(group) ?? [])].flatMap((member) => {
+        const [namespace, name] = splitKey(member);
+        const object = informer.get(namespace, name);
+        const facts = object === undefined ? undefined : factsOf(object);
         return facts === undefined ? [] : [facts];
       });
 
@@ -380,7 +405,7 @@ export const runController = <Task, R>(
         const runId = `${now.toString(36)}-${runSerial.toString(36)}`;
         const input: PassInput = {
           task: observe(facts, supported),
-          peers: peersOf(facts, allFacts(namespace)),
+          peers: groupKey === undefined ? [] : peersOf(facts, groupFacts(groupKey)),
           now,
           runId,
           retries: retryState.retries,
@@ -447,21 +472,20 @@ export const runController = <Task, R>(
           if (change.type === "DELETED" || object.metadata.deletionTimestamp !== undefined) {
             yield* cancelCall(key, object.metadata.uid);
           }
+          const groupKey =
+            facts?.group === undefined ? undefined : `${object.metadata.namespace}/${facts.group}`;
+          regroup(key, change.type === "DELETED" ? undefined : groupKey);
           if (change.type === "DELETED") factsCache.delete(object.metadata.uid);
           else yield* enqueue(key, change.type === "ADDED" ? "object added" : "object changed");
-          if (facts?.group === undefined) return;
+          if (facts === undefined || groupKey === undefined) return;
           // What peers' admission reads of this task: its state and whether it is being deleted.
           const signature = `${facts.status.state ?? "-"}|${object.metadata.deletionTimestamp === undefined ? "" : "deleting"}`;
           const changed = change.type !== "MODIFIED" || seenByPeers.get(object.metadata.uid) !== signature;
           seenByPeers.set(object.metadata.uid, signature);
           if (change.type === "DELETED") seenByPeers.delete(object.metadata.uid);
           if (!changed) return;
-          for (const peer of allFacts(object.metadata.namespace)) {
-            if (
-              peer.group === facts.group &&
-              peer.metadata.uid !== object.metadata.uid &&
-              !isTerminal(peer.status.state)
-            ) {
+          for (const peer of groupFacts(groupKey)) {
+            if (peer.metadata.uid !== object.metadata.uid && !isTerminal(peer.status.state)) {
               yield* enqueue(objectKey(peer.metadata.namespace, peer.metadata.name), "peer changed");
             }
           }
@@ -480,8 +504,8 @@ export const runController = <Task, R>(
       yield* groups.changes.pipe(
         Stream.runForEach((change) =>
           Effect.forEach(
-            allFacts(change.object.metadata.namespace).filter(
-              (task) => task.group === change.object.metadata.name && !isTerminal(task.status.state),
+            groupFacts(`${change.object.metadata.namespace}/${change.object.metadata.name}`).filter(
+              (task) => !isTerminal(task.status.state),
             ),
             (task) =>
               enqueue(objectKey(task.metadata.namespace, task.metadata.name), "related object changed"),
