@@ -12,6 +12,7 @@ import { etcdHandlerLayer, etcdHandlers } from "../handlers/etcd-registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
+import { shareConnections } from "../interpreters/kubernetes/shared-connections.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
 import { type ControllerHandle, runController } from "../runtime/controller.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
@@ -26,7 +27,7 @@ export const loadKubeConfig = (path: string): KubeConfig => {
   if (path !== "") kc.loadFromFile(path);
   else if (process.env.KUBERNETES_SERVICE_HOST !== undefined) kc.loadFromCluster();
   else kc.loadFromDefault();
-  return kc;
+  return shareConnections(kc);
 };
 
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const;

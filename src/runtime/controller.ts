@@ -24,6 +24,7 @@ import type { KubeError } from "../interpreters/kubernetes/errors.ts";
 import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { type KubeObject, objectKey } from "../interpreters/kubernetes/object.ts";
 import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
+import { shareConnections } from "../interpreters/kubernetes/shared-connections.ts";
 import { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
 import type { KnownResult, LifecycleConfig, PassInput, Phase, PhaseOutcome } from "../machine/types.ts";
 import { defectOutcome } from "../reconcile/handler-defect.ts";
@@ -105,6 +106,7 @@ export const runController = <Task, R>(
 ): Effect.Effect<ControllerHandle, never, Scope.Scope | R | TaskWriter | EventRecorder> =>
   Effect.gen(function* () {
     const { kind, config, handlers } = options;
+    shareConnections(options.kubeConfig);
     const observer = options.observer ?? noObserver;
     const writer = yield* TaskWriter;
     const recorder = yield* EventRecorder;

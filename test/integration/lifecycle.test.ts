@@ -294,12 +294,14 @@ describe("task lifecycle against a real API server", () => {
     for (const name of ["q-a", "q-b", "q-c"]) {
       await stateOf(name, "InProgress");
       started.push(name);
-      const waiting = await Promise.all(names.filter((n) => !started.includes(n)).map(read));
-      for (const task of waiting) {
-        expect(task?.status?.state).toBe("Pending");
-        expect(task?.status?.lastOperation?.description).toBe(
-          `Waiting for EtcdOpsTask ${name} on the same etcd to finish`,
-        );
+      // Every task still waiting says whom it waits for (its next pass names the new runner).
+      for (const waiting of names.filter((n) => !started.includes(n))) {
+        const expected = `Waiting for EtcdOpsTask ${name} on the same etcd to finish`;
+        const task = await waitFor(`${waiting} to wait for ${name}`, async () => {
+          const current = await read(waiting);
+          return current?.status?.lastOperation?.description === expected ? current : undefined;
+        });
+        expect(task.status?.state).toBe("Pending");
       }
       // Ending the running task (a delete interrupts its hanging call) lets the next one in.
       await api.deleteNamespacedCustomObject({ ...group, namespace, name });
