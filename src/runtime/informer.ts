@@ -166,6 +166,17 @@ const healthyAfterMs = 1000;
 
 const maxOwnWrites = 16;
 
+/**
+ * What the cache keeps of an object: everything but `metadata.managedFields` (server-side apply
+ * bookkeeping, often the largest part of an object, never read by a controller) — client-go
+ * informers are commonly given the same transform.
+ */
+const slim = (object: KubeObject): KubeObject => {
+  if (!("managedFields" in object.metadata)) return object;
+  const { managedFields: _dropped, ...metadata } = object.metadata;
+  return { ...object, metadata };
+};
+
 export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { group, version, plural } = options.resource;
@@ -310,7 +321,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
         const pageItems = Predicate.isObject(data) && "items" in data ? data.items : undefined;
         if (Array.isArray(pageItems)) {
           for (const item of pageItems) {
-            if (isKubeObject(item)) items.push(item);
+            if (isKubeObject(item)) items.push(slim(item));
             else stats.malformed += 1;
           }
         }
@@ -366,8 +377,8 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
             return;
           }
           stats.events += 1;
-          if (type === "DELETED") observeDeleted(object);
-          else if (type === "ADDED" || type === "MODIFIED") observe(object);
+          if (type === "DELETED") observeDeleted(slim(object));
+          else if (type === "ADDED" || type === "MODIFIED") observe(slim(object));
           resourceVersion = object.metadata.resourceVersion;
         };
         const onDone = (error: unknown): void => {
@@ -517,7 +528,8 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
           .filter((object) => ns === undefined || object.metadata.namespace === ns),
       synced: Deferred.await(synced),
       changes,
-      upsert: (object) => {
+      upsert: (written) => {
+        const object = slim(written);
         const key = keyOf(object);
         const version = object.metadata.resourceVersion;
         const entry = cache.get(key);
