@@ -125,6 +125,8 @@ export const runController = <Task, R>(
     const deferred = new Set<string>();
     const groupLocks = new Map<string, string>();
     const seenByPeers = new Map<string, string>();
+    /** Tasks whose last finalizer we removed (gone), until the cache sees them go. */
+    const released = new Set<string>();
     const reasons = new TriggerReasons();
     const calls = yield* FiberMap.make<string>();
     const stats = { passes: 0, aborted: 0, handlerCalls: 0, writes: {} as Record<string, number> };
@@ -209,6 +211,16 @@ export const runController = <Task, R>(
           if (result.metadata.uid !== running.uid) return "gone";
           running.object = result;
           informer.upsert(result);
+          // Our finalizer was the last one of a deleting task: the object is gone now, even if the
+          // cache has not heard of it yet; no later pass may act on the cached copy.
+          const remaining = Array.isArray(result.metadata.finalizers) ? result.metadata.finalizers.length : 0;
+          if (
+            effect._tag === "RemoveFinalizer" &&
+            remaining === 0 &&
+            result.metadata.deletionTimestamp !== undefined
+          ) {
+            released.add(running.uid);
+          }
           return "ok";
         }),
         Effect.catch((error: KubeError) =>
@@ -365,7 +377,7 @@ export const runController = <Task, R>(
         }
         const [namespace, name] = splitKey(key);
         const object = informer.get(namespace, name);
-        if (object === undefined) return;
+        if (object === undefined || released.has(object.metadata.uid)) return;
         const facts = factsOf(object);
         if (facts === undefined) {
           const decoded = kind.decode(object);
