@@ -34,6 +34,11 @@ export const lifecycleErrors = {
     message: code === "ERR_INVALID_TASK" ? "invalid task" : "unsupported task config",
     cause: reason,
   }),
+  deleteFailed: (words: Vocabulary, cause: string): TaskError => ({
+    code: "ERR_DELETE_ETCD_OPS_TASK",
+    message: `failed to delete ${words.kind} resource`,
+    cause,
+  }),
   deadline: (type: OperationType, deadlineMs: number, last: TaskError | undefined): TaskError => ({
     code: "ERR_DEADLINE_EXCEEDED",
     message: `${type} phase did not complete within ${Math.round(deadlineMs / 1000)}s`,

@@ -39,6 +39,11 @@ export interface TaskContext {
 /** Starts a pass: the machine re-reads everything from its context (set from the pass's input). */
 export type ReconcileEvent = { readonly type: "reconcile" };
 
+/** The answer to the `deleteTask` effect (the TTL's DELETE): done, or failed with the API's error text. */
+export type DeleteEvent =
+  | { readonly type: "delete.done"; readonly now: number }
+  | { readonly type: "delete.failed"; readonly now: number; readonly cause: string };
+
 /** A handler result; `now` is when it arrived (the times written with it are this one). */
 export type PhaseEvent =
   | {
@@ -137,7 +142,7 @@ const requeue = (delayMs: number, reason: RequeueReason, context: TaskContext) =
 const lifecycle = setup({
   types: {
     context: {} as TaskContext,
-    events: {} as PhaseEvent | ReconcileEvent,
+    events: {} as PhaseEvent | ReconcileEvent | DeleteEvent,
     input: {} as PassInput,
   },
   actions: {
@@ -300,6 +305,19 @@ const effects = lifecycle.extend({
             : withError(status, operationOf[event.phase], event.error, context.now),
       };
     }),
+    /** §1.5: a DELETE that fails (not NotFound) is recorded on the cleanup and retried with backoff. */
+    recordDeleteFailure: lifecycle.assign(({ context, event }) => {
+      if (event.type !== "delete.failed") return {};
+      const status = operate(context, context.status, "cleanup", "InProgress", describe.cleanupInProgress);
+      return {
+        status: withError(
+          status,
+          "Cleanup",
+          lifecycleErrors.deleteFailed(context.input.config.vocabulary, event.cause),
+          context.now,
+        ),
+      };
+    }),
     skipCleanup: lifecycle.assign(
       edit((context) =>
         context.status.state === "Rejected"
@@ -338,6 +356,15 @@ const backoffOrPoll = effects.enqueueActions(({ context, event, enqueue }) => {
     : backoffDelay(context);
   enqueue({ type: "requeueAfter", params: requeue(delayMs, polled ? "poll" : "backoff", context) });
 });
+
+const expiredEvent = {
+  type: "recordEvent",
+  params: ({ context }: { context: TaskContext }) => ({
+    eventType: "Normal" as const,
+    reason: "Expired",
+    note: `TTL of ${context.input.task.ttlSeconds}s elapsed; deleted`,
+  }),
+} as const;
 
 const waitForBackoff = {
   type: "requeueAfter",
@@ -552,19 +579,21 @@ export const taskMachine = effects.createMachine({
     },
     /** TTL expiry is a DELETE; the deletion flow below then runs as for a delete by the user. */
     expiring: {
-      entry: [
-        "deleteTask",
-        "requestDeletion",
-        {
-          type: "recordEvent",
-          params: ({ context }) => ({
-            eventType: "Normal",
-            reason: "Expired",
-            note: `TTL of ${context.input.task.ttlSeconds}s elapsed; deleting`,
-          }),
-        },
-      ],
-      always: [{ guard: { type: "ownsFinalizer" }, target: "deletion" }, { target: "released" }],
+      entry: "deleteTask",
+      on: {
+        "delete.done": [
+          {
+            guard: { type: "ownsFinalizer" },
+            target: "deletion",
+            actions: ["tick", "requestDeletion", expiredEvent],
+          },
+          { target: "released", actions: ["tick", expiredEvent] },
+        ],
+        "delete.failed": { target: "deleteRetrying", actions: ["tick", "recordDeleteFailure"] },
+      },
+    },
+    deleteRetrying: {
+      entry: ["flushStatus", backoffOrPoll],
     },
 
     /** §1.13: cleanup (skipped for Rejected), then our finalizer goes; foreign ones stay. */

@@ -11,7 +11,13 @@
 import { type ExecutableActionsFrom, getMicrosteps, type SnapshotFrom } from "xstate";
 import { effectsOf } from "../effects/from-actions.ts";
 import { isPassEnd, type PassEnd, type TaskEffect } from "../effects/task-effect.ts";
-import { contextOf, phaseEvent, type TaskMachine, taskMachine } from "../machine/task-machine.ts";
+import {
+  contextOf,
+  type DeleteEvent,
+  phaseEvent,
+  type TaskMachine,
+  taskMachine,
+} from "../machine/task-machine.ts";
 import type { PassInput, Phase, PhaseOutcome } from "../machine/types.ts";
 
 export type TaskSnapshot = SnapshotFrom<TaskMachine>;
@@ -85,6 +91,18 @@ export const passEnd = (pass: Pass): PassEnd | undefined => {
 
 /** The next effect was performed (any effect but `RunPhase`). */
 export const advance = (pass: Pass): Pass => ({ ...pass, pending: pass.pending.slice(1) });
+
+/**
+ * The `DeleteTask` effect at the head of the pass was answered: done (or the object is already gone),
+ * or failed with the API's error text.
+ */
+export const answerDelete = (pass: Pass, result: { readonly failed?: string }, now: number): Pass => {
+  const event: DeleteEvent =
+    result.failed === undefined
+      ? { type: "delete.done", now }
+      : { type: "delete.failed", now, cause: result.failed };
+  return walk(advance(pass), getMicrosteps(taskMachine, pass.snapshot, event), event.type);
+};
 
 /** The `RunPhase` effect at the head of the pass returned `outcome`, at time `now`. */
 export const deliver = (pass: Pass, phase: Phase, outcome: PhaseOutcome, now: number): Pass => {

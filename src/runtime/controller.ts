@@ -29,7 +29,15 @@ import { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
 import type { KnownResult, LifecycleConfig, PassInput, Phase, PhaseOutcome } from "../machine/types.ts";
 import { defectOutcome } from "../reconcile/handler-defect.ts";
 import { observe, peersOf } from "../reconcile/observe.ts";
-import { advance, deliver, nextEffect, type Pass, passEnd, startPass } from "../reconcile/pass.ts";
+import {
+  advance,
+  answerDelete,
+  deliver,
+  nextEffect,
+  type Pass,
+  passEnd,
+  startPass,
+} from "../reconcile/pass.ts";
 import { type ResourceRef, readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind.ts";
 import { makeInformer } from "./informer.ts";
 import { type ControllerObserver, noObserver, type TaskLabels } from "./metrics.ts";
@@ -349,6 +357,12 @@ export const runController = <Task, R>(
             continue;
           }
           const written = yield* write(running, effect);
+          if (effect._tag === "DeleteTask" && written !== "gone") {
+            // The machine decides what a failed DELETE means (recorded, retried with backoff).
+            const now = yield* Clock.currentTimeMillis;
+            pass = answerDelete(pass, written === "ok" ? {} : { failed: written.failed.message }, now);
+            continue;
+          }
           if (written !== "ok")
             observer.passTransitions?.({ key: running.key, uid: running.uid, runId: running.runId }, pass);
           if (written === "gone") return yield* gone(running);

@@ -14,7 +14,6 @@ import { type RunningController, startControllerWith } from "../support/controll
 
 const cluster = useControlPlane({ crds: druidCrds });
 const tasks = { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcdopstasks" };
-const etcds = { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" };
 const etcdName = "etcd-e2e";
 
 describe("on-demand snapshots through a real etcd-backup-restore", () => {

@@ -246,6 +246,30 @@ describe("§1.13 deletion", () => {
     });
   }
 
+  it("records a failed DELETE on the cleanup (ERR_DELETE_ETCD_OPS_TASK) and deletes on the next attempt", () => {
+    const { server, controller } = simulation(scripted({}));
+    server.create(taskObject("t", { etcd: "e1", ttl: 1 }));
+    controller.runUntilIdle();
+    controller.failNextDelete();
+    controller.advanceAndRun(1_000);
+    const failed = controller.passes.find((p) => p.transitions.some((t) => t.event === "delete.failed"));
+    expect(failed?.end).toMatchObject({ _tag: "RequeueAfter", reason: "backoff" });
+    const written = server.events
+      .map((e) => e.object.status as TaskStatus | undefined)
+      .find((s) => s?.lastErrors?.some((e) => e.code === "ERR_DELETE_ETCD_OPS_TASK"));
+    expect(written?.state).toBe("Succeeded");
+    expect(written?.lastOperation).toMatchObject({
+      type: "Cleanup",
+      state: "InProgress",
+      description: "Task Cleanup phase is in progress",
+    });
+    expect(written?.lastErrors?.at(-1)?.description).toBe(
+      "[Operation: Cleanup, Code: ERR_DELETE_ETCD_OPS_TASK] message: failed to delete EtcdOpsTask resource, cause: the server is currently unable to handle the request (delete etcdopstasks)",
+    );
+    controller.advanceAndRun(1_000);
+    expect(server.get(namespace, "t").ok).toBe(false);
+  });
+
   it("keeps foreign finalizers, and leaves a visible Cleanup/Completed record while they hold the task", () => {
     const { server, controller } = simulation(scripted({}));
     server.create(taskObject("t", { etcd: "e1" }));

@@ -167,7 +167,7 @@ export class HistoryChecker {
       const error =
         outcome?.kind === "failed" ? outcome.error : outcome?.kind === "retry" ? outcome.error : undefined;
       if (error === undefined || call.phase === "cleanup") continue;
-      if (call.unwritten === true && !this.#alreadyFullOf(call.uid, error.code, toWireTime(call.at))) {
+      if (call.unwritten === true && !this.#alreadyFullOf(call.uid, error.code, toWireTime(call.at), call.at)) {
         fail("lastErrors bounded", `${call.name}: ${error.code} of ${call.phase} was never written`);
       }
       if (call.persistedAt === undefined) continue;
@@ -189,8 +189,9 @@ export class HistoryChecker {
    * Ten identical entries (same code, same second) already fill lastErrors: one more changes nothing
    * an observer can see, so it need not be written.
    */
-  #alreadyFullOf(uid: string, code: string, observedAt: string): boolean {
-    const errors = (this.#statuses.get(uid) ?? []).at(-1)?.status.lastErrors ?? [];
+  #alreadyFullOf(uid: string, code: string, observedAt: string, at: number): boolean {
+    const written = (this.#statuses.get(uid) ?? []).filter((entry) => entry.at <= at);
+    const errors = written.at(-1)?.status.lastErrors ?? [];
     return (
       errors.length === maxLastErrors && errors.every((e) => e.code === code && e.observedAt === observedAt)
     );

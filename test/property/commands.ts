@@ -208,6 +208,14 @@ class FailNextStatusWrite implements Command {
   toString = () => "failNextStatusWrite";
 }
 
+class FailNextDelete implements Command {
+  check = () => true;
+  run(_: object, world: World): void {
+    world.controller.failNextDelete();
+  }
+  toString = () => "failNextDelete";
+}
+
 class ConcurrentEdit implements Command {
   check = () => true;
   run(_: object, world: World): void {
@@ -243,6 +251,7 @@ export const commandArbs = [
   nameArb.map((name) => new ToggleForeignFinalizer(name)),
   fc.nat({ max: 8 }).map((n) => new Crash(n)),
   fc.constant(new FailNextStatusWrite()),
+  fc.constant(new FailNextDelete()),
   fc.constant(new ConcurrentEdit()),
   fc
     .tuple(

@@ -17,11 +17,16 @@ import { FakeClock } from "../../src/interpreters/memory/clock.ts";
 import type { JsonObject } from "../../src/interpreters/memory/merge-patch.ts";
 import { performWrite } from "../../src/interpreters/memory/perform-write.ts";
 import { type Edge, edgeKey, machineEdges } from "../../src/machine/edges.ts";
-import { type PhaseEvent, type ReconcileEvent, taskMachine } from "../../src/machine/task-machine.ts";
+import {
+  type DeleteEvent,
+  type PhaseEvent,
+  type ReconcileEvent,
+  taskMachine,
+} from "../../src/machine/task-machine.ts";
 import { toWireTime } from "../../src/machine/time.ts";
 import type { PassInput, Phase, PhaseOutcome, TaskObservation } from "../../src/machine/types.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
-import { advance, deliver, nextEffect, passEnd, startPass } from "../../src/reconcile/pass.ts";
+import { advance, answerDelete, deliver, nextEffect, passEnd, startPass } from "../../src/reconcile/pass.ts";
 import { epoch, taskObject } from "../support/simulation.ts";
 
 const finalizer = etcdOpsTaskKind.finalizer;
@@ -167,8 +172,12 @@ const situations: Record<string, PassInput> = {
 
 const error = { code: "ERR_X", message: "x failed", cause: "because" };
 const reconcile: ReconcileEvent = { type: "reconcile" };
-const events: Array<PhaseEvent | ReconcileEvent> = [
+/** What a pass can be told after it started: handler results and the answer to the TTL's DELETE. */
+type Answer = PhaseEvent | DeleteEvent;
+const events: Array<Answer | ReconcileEvent> = [
   reconcile,
+  { type: "delete.done", now },
+  { type: "delete.failed", now, cause: "the server is currently unable to handle the request" },
   ...(["admit", "execute", "cleanup"] as const).flatMap((phase): PhaseEvent[] => [
     { type: "phase.completed", phase, now, description: `${phase} done` },
     { type: "phase.failed", phase, now, description: `${phase} failed`, error },
@@ -194,7 +203,7 @@ const outcomeOf = (event: PhaseEvent): PhaseOutcome => {
 };
 
 /** The transitions an actor takes for `path`, with their guards, as the inspector reports them. */
-const transitionsTaken = (start: PassInput, path: ReadonlyArray<PhaseEvent>): Edge[] => {
+const transitionsTaken = (start: PassInput, path: ReadonlyArray<Answer>): Edge[] => {
   const taken: Edge[] = [];
   const inspect = (event: InspectionEvent) => {
     if (event.type !== "@xstate.microstep") return;
@@ -253,7 +262,7 @@ const seed = (start: PassInput): { server: MemoryApiServer; object: JsonObject }
 };
 
 /** Runs the pass for `path` through the driver, performing its writes; returns what went wrong, if anything. */
-const replayThroughMemory = (start: PassInput, path: ReadonlyArray<PhaseEvent>): string | undefined => {
+const replayThroughMemory = (start: PassInput, path: ReadonlyArray<Answer>): string | undefined => {
   const { server } = seed(start);
   let object = seed(start).object;
   let pass = startPass({
@@ -272,7 +281,22 @@ const replayThroughMemory = (start: PassInput, path: ReadonlyArray<PhaseEvent>):
     if (effect._tag === "RunPhase") {
       const result = results.shift();
       if (result === undefined) return undefined; // the path stops at this call
-      pass = deliver(pass, effect.phase, outcomeOf(result), result.now);
+      if (!result.type.startsWith("phase.")) return `a ${result.type} answer to a handler call`;
+      pass = deliver(pass, effect.phase, outcomeOf(result as PhaseEvent), result.now);
+      continue;
+    }
+    if (effect._tag === "DeleteTask") {
+      const result = results.shift();
+      if (result === undefined) return undefined; // the path stops at the DELETE
+      if (result.type === "delete.failed") {
+        pass = answerDelete(pass, { failed: result.cause }, result.now);
+        continue;
+      }
+      if (result.type !== "delete.done") return `a ${result.type} answer to a DELETE`;
+      const written = performWrite(server, object, effect);
+      if (written.kind === "failed") return `DeleteTask: ${written.reason}`;
+      if (written.kind === "ok" && written.object !== undefined) object = written.object;
+      pass = answerDelete(pass, {}, result.now);
       continue;
     }
     if (effect._tag !== "RecordEvent") {
@@ -297,11 +321,13 @@ describe("(h) every edge of the task machine", () => {
       for (const path of paths) {
         const sent = path.steps
           .map((step) => step.event)
-          .filter((event): event is PhaseEvent => event.type.startsWith("phase."));
+          .filter(
+            (event): event is Answer => event.type.startsWith("phase.") || event.type.startsWith("delete."),
+          );
         for (const edge of transitionsTaken(start, sent)) covered.add(guarded(edge));
         expect(
           replayThroughMemory(start, sent),
-          `${name}: ${sent.map((e) => `${e.phase}:${e.type}`).join(" → ")}`,
+          `${name}: ${sent.map((e) => ("phase" in e ? `${e.phase}:${e.type}` : e.type)).join(" → ")}`,
         ).toBeUndefined();
       }
     });

@@ -19,6 +19,7 @@ import { defectOutcome } from "../../reconcile/handler-defect.ts";
 import { observe, peersOf } from "../../reconcile/observe.ts";
 import {
   advance,
+  answerDelete,
   deliver,
   nextEffect,
   type Pass,
@@ -152,6 +153,7 @@ export class SimulatedController<Task> {
   readonly #lastState = new Map<string, string>();
   #crashCountdown: number | undefined;
   #failNextStatusWrite = false;
+  #failNextDelete = false;
   #concurrentEditBeforeNextMetadataWrite = false;
   #runSerial = 0;
   #callSerial = 0;
@@ -219,6 +221,11 @@ export class SimulatedController<Task> {
     this.#settled.clear();
     this.#crashCountdown = undefined;
     this.#relist();
+  }
+
+  /** The next DELETE of a task fails (500). */
+  failNextDelete(): void {
+    this.#failNextDelete = true;
   }
 
   failNextStatusWrite(): void {
@@ -491,6 +498,11 @@ export class SimulatedController<Task> {
         this.#retry.delete(running.uid);
         return;
       }
+      if (effect._tag === "DeleteTask") {
+        // The machine decides what a failed DELETE means (recorded, retried with backoff).
+        pass = answerDelete(pass, written === "ok" ? {} : { failed: written }, clock.now());
+        continue;
+      }
       if (written !== "ok") {
         // A failed write ends the pass; the result it carried waits in the outbox (never re-asked).
         if (running.unpersisted !== undefined) this.#outbox.set(running.uid, running.unpersisted);
@@ -546,9 +558,11 @@ export class SimulatedController<Task> {
         return { outcome, call };
       }
       case "hang": {
-        // Admission of a group stays serialised while this Admit is in flight.
+        // Admission of a group stays serialised while this Admit is in flight; once the pass executes
+        // (it may have resumed from a parked Admit), the group is free again.
         const lockedGroup = phase === "admit" ? running.lockedGroup : undefined;
         if (lockedGroup !== undefined) this.#groupLocks.set(lockedGroup, running.key);
+        else if (running.lockedGroup !== undefined) this.#unlock(running.lockedGroup, running.key);
         this.#parked.set(running.key, {
           pass,
           uid: running.uid,
@@ -572,6 +586,10 @@ export class SimulatedController<Task> {
     ) {
       this.#concurrentEditBeforeNextMetadataWrite = false;
       server.patch(namespace, name, { metadata: { labels: { "edited-by": `someone-${clock.now()}` } } });
+    }
+    if (effect._tag === "DeleteTask" && this.#failNextDelete) {
+      this.#failNextDelete = false;
+      return "the server is currently unable to handle the request (delete etcdopstasks)";
     }
     if (effect._tag === "PatchStatus" && this.#failNextStatusWrite) {
       this.#failNextStatusWrite = false;
