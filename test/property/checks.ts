@@ -167,7 +167,10 @@ export class HistoryChecker {
       const error =
         outcome?.kind === "failed" ? outcome.error : outcome?.kind === "retry" ? outcome.error : undefined;
       if (error === undefined || call.phase === "cleanup") continue;
-      if (call.unwritten === true && !this.#alreadyFullOf(call.uid, error.code, toWireTime(call.at), call.at)) {
+      if (
+        call.unwritten === true &&
+        !this.#alreadyFullOf(call.uid, error.code, toWireTime(call.at), call.at)
+      ) {
         fail("lastErrors bounded", `${call.name}: ${error.code} of ${call.phase} was never written`);
       }
       if (call.persistedAt === undefined) continue;
