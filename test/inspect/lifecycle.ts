@@ -8,7 +8,15 @@ import type { TaskEffect } from "../../src/effects/task-effect.ts";
 import { fromWireTime } from "../../src/machine/time.ts";
 import type { PassInput, PhaseOutcome, TaskObservation } from "../../src/machine/types.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
-import { advance, deliver, nextEffect, type Pass, passEnd, startPass } from "../../src/reconcile/pass.ts";
+import {
+  advance,
+  answerDelete,
+  deliver,
+  nextEffect,
+  type Pass,
+  passEnd,
+  startPass,
+} from "../../src/reconcile/pass.ts";
 import type { ControllerObserver } from "../../src/runtime/metrics.ts";
 
 export const epoch = Date.UTC(2026, 10, 22, 12, 0, 0);
@@ -51,7 +59,8 @@ export const runPass = (
       continue;
     }
     performed.push(effect);
-    pass = advance(pass);
+    // The DELETE is answered (done): the machine goes on to cleanup, or lets the object go.
+    pass = effect._tag === "DeleteTask" ? answerDelete(pass, {}, now) : advance(pass);
   }
   throw new Error("the pass did not end within 100 effects");
 };

@@ -69,8 +69,8 @@ describe("the Stately inspector", () => {
   it("streams one actor per task with the definition, the pass events and the snapshots", async () => {
     driveLifecycle(first, newTask("snapshot-1", first.uid), inspector.observer);
     driveLifecycle(second, newTask("snapshot-2", second.uid), inspector.observer);
-    // 3 passes per task: actor (1), start snapshots (2), events (3 + 2 + 2), final snapshots (3).
-    await vi.waitFor(() => expect(client.messages.length).toBe(2 * 13), { timeout: 10_000, interval: 20 });
+    // 3 passes per task: actor (1), start snapshots (2), events (3 + 2 + 3), final snapshots (3).
+    await vi.waitFor(() => expect(client.messages.length).toBe(2 * 14), { timeout: 10_000, interval: 20 });
     const { messages } = client;
 
     const actors = messages.filter((m) => m.type === "@xstate.actor");
@@ -96,6 +96,7 @@ describe("the Stately inspector", () => {
       ["reconcile", undefined],
       ["phase.completed", "execute"],
       ["reconcile", undefined],
+      ["delete.done", undefined],
       ["phase.completed", "cleanup"],
     ]);
     expect(events[1]?.steps).toEqual([
