@@ -10,7 +10,15 @@
  */
 import { Effect } from "effect";
 import { OptionError } from "../options.ts";
-import { booleanFlag, parseFlags, positionals, resolveTarget, stringFlag, waitTimeoutMs } from "./args.ts";
+import {
+  booleanFlag,
+  type Parsed,
+  parseFlags,
+  positionals,
+  resolveTarget,
+  stringFlag,
+  waitTimeoutMs,
+} from "./args.ts";
 import { connect, getTask } from "./cluster.ts";
 import { runTaskCommand, type TaskCommand, type TaskCommandSpec } from "./command.ts";
 import {
@@ -41,6 +49,29 @@ ${waitHelp}`;
 
 const hint = (name: string) => `'{program} ${name} --help'`;
 
+/** `snapshot` and `maintain`: parse `<etcd>` and the flags, build the manifest, create it, maybe wait. */
+const createCommand =
+  (
+    name: string,
+    flags: Parameters<typeof parseFlags>[1],
+    manifestOf: (etcd: string, values: Parsed["flags"]) => object,
+  ): TaskCommandSpec["prepare"] =>
+  (argv, io) => {
+    const usageHint = hint(name).replace("{program}", io.program);
+    const parsed = parseFlags(argv, flags, usageHint);
+    const [etcd = ""] = positionals(parsed, ["etcd"], usageHint);
+    const manifest = manifestOf(etcd, parsed.flags);
+    const wait = waitSettings(parsed.flags, io);
+    const target = resolveTarget(parsed.flags, io.env);
+    return createAndMaybeWait({
+      cluster: connect(target.kubeConfig),
+      namespace: target.namespace,
+      manifest,
+      waitTimeoutMs: wait,
+      io,
+    });
+  };
+
 const snapshot: TaskCommandSpec = {
   name: "snapshot",
   usage: `Usage: {program} snapshot <etcd> --type full|delta [--final] [options]
@@ -53,20 +84,7 @@ Creates an EtcdOpsTask that takes an on-demand snapshot of <etcd> and prints its
 ${createHelp}
 ${common}`,
   interruptedExit: WaitExit.interrupted,
-  prepare: (argv, io) => {
-    const parsed = parseFlags(argv, snapshotFlags, hint("snapshot").replace("{program}", io.program));
-    const [etcd = ""] = positionals(parsed, ["etcd"], hint("snapshot").replace("{program}", io.program));
-    const manifest = snapshotManifest(etcd, parsed.flags);
-    const wait = waitSettings(parsed.flags, io);
-    const target = resolveTarget(parsed.flags, io.env);
-    return createAndMaybeWait({
-      cluster: connect(target.kubeConfig),
-      namespace: target.namespace,
-      manifest,
-      waitTimeoutMs: wait,
-      io,
-    });
-  },
+  prepare: createCommand("snapshot", snapshotFlags, snapshotManifest),
 };
 
 const maintain: TaskCommandSpec = {
@@ -83,20 +101,7 @@ compaction runs first, so that defragmentation reclaims the space it freed.
 ${createHelp}
 ${common}`,
   interruptedExit: WaitExit.interrupted,
-  prepare: (argv, io) => {
-    const parsed = parseFlags(argv, maintainFlags, hint("maintain").replace("{program}", io.program));
-    const [etcd = ""] = positionals(parsed, ["etcd"], hint("maintain").replace("{program}", io.program));
-    const manifest = maintenanceManifest(etcd, parsed.flags);
-    const wait = waitSettings(parsed.flags, io);
-    const target = resolveTarget(parsed.flags, io.env);
-    return createAndMaybeWait({
-      cluster: connect(target.kubeConfig),
-      namespace: target.namespace,
-      manifest,
-      waitTimeoutMs: wait,
-      io,
-    });
-  },
+  prepare: createCommand("maintain", maintainFlags, maintenanceManifest),
 };
 
 const get: TaskCommandSpec = {
