@@ -8,11 +8,11 @@
  * are the snapshot handler's.
  */
 import { Effect } from "effect";
-import { type Etcd, isBackupEnabled, type StoreSpec } from "../../api/etcd.ts";
+import type { Etcd, StoreSpec } from "../../api/etcd.ts";
 import type { EtcdOpsTask } from "../../api/etcdopstask.ts";
-import { AdmissionTexts } from "../on-demand-snapshot/admission.ts";
-import { notFoundMessage, ObjectReader, ReadError, Resources } from "../services.ts";
-import { ErrorCodes, failed, retry, type StepFailure } from "./step-failure.ts";
+import { AdmissionTexts, requireBackup, taskEtcd } from "../on-demand-snapshot/admission.ts";
+import type { ObjectReader } from "../services.ts";
+import { ErrorCodes, failed, type StepFailure } from "./step-failure.ts";
 import { type StorageProvider, storageProvider } from "./store.ts";
 
 export { AdmissionTexts };
@@ -24,39 +24,12 @@ export interface CompactionTarget {
   readonly provider: StorageProvider;
 }
 
-const etcdReadFailure = (error: ReadError): StepFailure =>
-  error.reason === "NotFound"
-    ? failed(AdmissionTexts.etcdNotFound, ErrorCodes.getEtcd, "etcd object not found", error.message)
-    : retry(AdmissionTexts.getEtcdFailed, ErrorCodes.getEtcd, "failed to get etcd object", error.message);
-
-/** `spec.etcdName` absent or empty is NotFound without a request, as for snapshots (contract §1.9). */
-const getEtcd = (task: EtcdOpsTask): Effect.Effect<Etcd, ReadError, ObjectReader> => {
-  const namespace = task.metadata.namespace;
-  const name = task.spec.etcdName ?? "";
-  return name === ""
-    ? Effect.fail(
-        new ReadError({
-          reason: "NotFound",
-          resource: Resources.etcd,
-          namespace,
-          name,
-          message: notFoundMessage(Resources.etcd, name),
-        }),
-      )
-    : ObjectReader.use((reader) => reader.getEtcd(namespace, name));
-};
-
 export const compactionTarget = (
   task: EtcdOpsTask,
 ): Effect.Effect<CompactionTarget, StepFailure, ObjectReader> =>
-  getEtcd(task).pipe(
-    Effect.mapError(etcdReadFailure),
-    Effect.flatMap((etcd) => {
-      const store = etcd.spec.backup.store;
-      if (store === undefined || !isBackupEnabled(etcd)) {
-        const text = "backup is not enabled for etcd";
-        return Effect.fail(failed(AdmissionTexts.backupNotEnabled, ErrorCodes.backupNotEnabled, text, text));
-      }
+  taskEtcd(task).pipe(
+    Effect.flatMap((etcd) => Effect.map(requireBackup(etcd), (store) => ({ etcd, store }))),
+    Effect.flatMap(({ etcd, store }) => {
       const provider = storageProvider(store);
       if (provider === undefined) {
         return Effect.fail(
