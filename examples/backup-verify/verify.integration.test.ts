@@ -9,6 +9,7 @@ import { CustomObjectsApi, EventsV1Api, type KubeConfig } from "@kubernetes/clie
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runTaskController, type TaskController, type TaskStatus } from "../../src/index.ts";
 import { createTestNamespace, useControlPlane } from "../../test/support/cluster.ts";
+import { waitFor } from "../../test/support/wait.ts";
 import {
   ApiVersion,
   backupVerificationKind,
@@ -31,20 +32,6 @@ interface Stored {
   readonly spec: { readonly ttlSecondsAfterFinished: number; readonly config: { readonly checksum: object } };
   readonly status?: TaskStatus;
 }
-
-const waitFor = async <A>(
-  what: string,
-  probe: () => Promise<A | undefined>,
-  timeoutMs = 20_000,
-): Promise<A> => {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-};
 
 describe("backup-verify on a real API server", () => {
   let kc: KubeConfig;

@@ -14,6 +14,7 @@ import type { TaskIo } from "../../src/cli/task/io.ts";
 import { decodeLastError, type TaskView } from "../../src/cli/task/task-view.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 import { type RunningController, scriptedHandlers, startController } from "../support/controller.ts";
+import { waitFor } from "../support/wait.ts";
 
 const opstaskCrds = readdirSync(join(repoRoot, "deploy", "crds"))
   .filter((file) => file.endsWith(".yaml"))
@@ -70,20 +71,6 @@ const run = async (
       `\n$ kubectl opstask ${command} ${args.filter((a) => !a.includes("/")).join(" ")}  → exit ${code}\n${captured.out}${captured.err}`,
     );
   return { code, ...captured };
-};
-
-const waitFor = async <A>(
-  what: string,
-  probe: () => Promise<A | undefined>,
-  timeoutMs = 15_000,
-): Promise<A> => {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 };
 
 const retryError = {

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TaskStatus } from "../../src/api/status.ts";
 import { createReadyEtcd } from "../../src/devcluster/ready-etcd.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
+import { waitFor } from "../support/wait.ts";
 
 const crds = ["druid.gardener.cloud_etcdopstasks.yaml", "druid.gardener.cloud_etcds.yaml"].map((file) =>
   join(repoRoot, "deploy", "crds", file),
@@ -61,20 +62,6 @@ describe("leader election: failover while a task executes", () => {
     }
   };
 
-  const until = async <A>(
-    what: string,
-    probe: () => Promise<A | undefined> | A | undefined,
-    timeoutMs: number,
-  ): Promise<A> => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  };
-
   beforeAll(async () => {
     kc = cluster().makeKubeConfig();
     namespace = await createTestNamespace(kc, "failover");
@@ -102,7 +89,7 @@ describe("leader election: failover while a task executes", () => {
   });
 
   it("the standby finishes the task after the leader is killed", async () => {
-    const first = await until("a leader", holder, 20_000);
+    const first = await waitFor("a leader", holder, 20_000);
     const leaderPid = Number(first.split("_").at(-1));
     expect(controllers.has(leaderPid)).toBe(true);
 
@@ -122,10 +109,10 @@ describe("leader election: failover while a task executes", () => {
         },
       },
     });
-    await until("the leader's snapshot request", () => (posts.length > 0 ? true : undefined), 20_000);
+    await waitFor("the leader's snapshot request", () => (posts.length > 0 ? true : undefined), 20_000);
     controllers.get(leaderPid)?.kill("SIGKILL");
 
-    const next = await until(
+    const next = await waitFor(
       "a new leader",
       async () => {
         const current = await holder();
@@ -135,7 +122,7 @@ describe("leader election: failover while a task executes", () => {
     );
     expect(Number(next.split("_").at(-1))).not.toBe(leaderPid);
 
-    const status = await until(
+    const status = await waitFor(
       "the task to succeed",
       async () => {
         const task = (await api.getNamespacedCustomObject({

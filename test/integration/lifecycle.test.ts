@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TaskStatus } from "../../src/api/status.ts";
 import { createTestNamespace, druidCrds, useControlPlane } from "../support/cluster.ts";
 import { type RunningController, scriptedHandlers, startController } from "../support/controller.ts";
+import { waitFor } from "../support/wait.ts";
 
 const cluster = useControlPlane({ crds: druidCrds });
 const group = { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcdopstasks" };
@@ -22,21 +23,6 @@ interface Task {
   };
   status?: TaskStatus;
 }
-
-const waitFor = async <A>(
-  what: string,
-  probe: () => Promise<A | undefined>,
-  timeoutMs = 30_000,
-  everyMs = 100,
-): Promise<A> => {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-};
 
 describe("task lifecycle against a real API server", () => {
   let kc: KubeConfig;
