@@ -38,6 +38,10 @@ export type { HandlerRegistry, TaskHandler } from "./handlers/handler.ts";
 export { KubeError } from "./interpreters/kubernetes/errors.ts";
 // ---- hard level: the controller and the Kubernetes interpreter -----------------------------------
 export { EventRecorder } from "./interpreters/kubernetes/event-recorder.ts";
+export type { KubeClient } from "./interpreters/kubernetes/kube-client.ts";
+export type { KubeAccess } from "./interpreters/kubernetes/kube-client-node.ts";
+export { kubeClientOf } from "./interpreters/kubernetes/kube-client-node.ts";
+export { KubeconfigError, loadKubeClient } from "./interpreters/kubernetes/kubeconfig-loader.ts";
 export {
   KubeRequests,
   type KubernetesLayerOptions,
@@ -73,7 +77,6 @@ export {
   type TaskKindDefinition,
   type TaskSource,
 } from "./library/define-task-kind.ts";
-export { defaultKubeConfig } from "./library/kube-config.ts";
 export { completed, failed, retry } from "./library/outcome.ts";
 export { type PromiseHandler, type PromisePhase, promiseHandler } from "./library/promise-handler.ts";
 export {

@@ -5,14 +5,14 @@
  */
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { KubeConfig } from "@kubernetes/client-node";
 import { Effect, Exit, Fiber, Layer, Logger, References, Scope } from "effect";
 import { etcdOpsTaskKind } from "../api/etcdopstask-kind.ts";
 import { etcdHandlerLayer, etcdHandlers } from "../handlers/etcd-registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
+import type { KubeAccess } from "../interpreters/kubernetes/kube-client-node.ts";
+import { loadKubeClient } from "../interpreters/kubernetes/kubeconfig-loader.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
-import { shareConnections } from "../interpreters/kubernetes/shared-connections.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
 import { type ControllerHandle, runController } from "../runtime/controller.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
@@ -21,15 +21,6 @@ import { sumQueueMetrics } from "../runtime/work-queue.ts";
 import { startOpsServer } from "./ops-server.ts";
 import { type ControllerOptions, controllerHelp, readControllerOptions } from "./options.ts";
 
-/** In-cluster when running in a pod, else the named file, else the default kubeconfig. */
-export const loadKubeConfig = (path: string): KubeConfig => {
-  const kc = new KubeConfig();
-  if (path !== "") kc.loadFromFile(path);
-  else if (process.env.KUBERNETES_SERVICE_HOST !== undefined) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  return shareConnections(kc);
-};
-
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const;
 
 /**
@@ -37,7 +28,7 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
  * "lost"), after passes in flight finished and the Lease was released.
  */
 export const serveController = async (
-  kubeConfig: KubeConfig,
+  kubeConfig: KubeAccess,
   options: ControllerOptions,
   signal: AbortSignal,
 ): Promise<"stopped" | "lost"> => {
@@ -177,7 +168,8 @@ export const controllerCommand = async (argv: ReadonlyArray<string>): Promise<nu
     return 0;
   }
   const options = readControllerOptions(argv);
-  const kubeConfig = loadKubeConfig(options.kubeconfig);
+  // The named file, else in-cluster when running in a pod, else $KUBECONFIG or ~/.kube/config.
+  const kubeConfig = await loadKubeClient(options.kubeconfig);
   const stop = new AbortController();
   process.once("SIGTERM", () => stop.abort());
   process.once("SIGINT", () => stop.abort());

@@ -13,7 +13,8 @@ import { fileURLToPath } from "node:url";
 import { type BackupRestore, startBackupRestore } from "../devcluster/backup-restore.ts";
 import { runDevCluster } from "../devcluster/dev.ts";
 import { createReadyEtcd } from "../devcluster/ready-etcd.ts";
-import { loadKubeConfig, serveController } from "./controller-command.ts";
+import { loadKubeClient } from "../interpreters/kubernetes/kubeconfig-loader.ts";
+import { serveController } from "./controller-command.ts";
 import { type ControllerOptions, readControllerOptions } from "./options.ts";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -38,7 +39,7 @@ const runLocal = async (options: ControllerOptions): Promise<void> => {
       crds,
       signal: stop.signal,
       onReady: async (plane) => {
-        const kubeConfig = loadKubeConfig(plane.kubeconfigPath);
+        const kubeConfig = plane.makeKubeConfig();
         try {
           say("starting etcd 3.5 and etcd-backup-restore (Local store) for the demo Etcd");
           backupRestore = await startBackupRestore({ deltaSnapshotPeriod: "5m" });
@@ -99,7 +100,7 @@ export const devCommand = async (argv: ReadonlyArray<string>): Promise<number> =
     const stop = new AbortController();
     process.once("SIGTERM", () => stop.abort());
     process.once("SIGINT", () => stop.abort());
-    await serveController(loadKubeConfig(options.kubeconfig), options, stop.signal);
+    await serveController(await loadKubeClient(options.kubeconfig), options, stop.signal);
     return 0;
   }
   await runLocal({

@@ -2,9 +2,9 @@
  * The handlers of opstask's EtcdOpsTask controller, by config member, and the services they run on.
  * A member without a handler here is Rejected with ERR_UNSUPPORTED_TASK (and stays deletable).
  */
-import type { KubeConfig } from "@kubernetes/client-node";
 import { Layer } from "effect";
 import type { EtcdOpsTask } from "../api/etcdopstask.ts";
+import type { KubeAccess } from "../interpreters/kubernetes/kube-client-node.ts";
 import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { nodeBackupRestoreHttpLayer, type ResolveOverride } from "./backup-restore-http-node.ts";
 import { type EtcdGateway, nodeEtcdGatewayLayer } from "./etcd-client.ts";
@@ -26,7 +26,8 @@ export const etcdHandlers: HandlerRegistry<EtcdOpsTask, EtcdHandlerServices> = {
 };
 
 export interface EtcdHandlerLayerOptions {
-  readonly kubeConfig: KubeConfig;
+  /** opstask's lean `KubeClient` (`loadKubeClient`) or a client-node `KubeConfig`. */
+  readonly kubeConfig: KubeAccess;
   /** curl-style `--resolve` rules: where to dial backup-restore sidecars and etcd (verification unchanged). */
   readonly resolve?: ReadonlyArray<ResolveOverride>;
   readonly counter?: RequestCounter;

@@ -1,17 +1,20 @@
 /**
- * `Jobs` over client-node's `BatchV1Api`: one request per call, bounded by a timeout, counted with the
+ * `Jobs` over the apiserver's `batch/v1` Jobs: one request per call, bounded by a timeout, counted with the
  * other API requests, and cancelled when the calling fiber is interrupted. Needs RBAC `batch/jobs`
  * verbs `create`, `get` and `delete` in the tasks' namespaces.
  */
-import { BatchV1Api, type KubeConfig, type V1DeleteOptions } from "@kubernetes/client-node";
-import { Duration, Effect, Layer } from "effect";
+import type { V1DeleteOptions, V1Job } from "@kubernetes/client-node";
+import { Duration, Effect, Layer, Predicate } from "effect";
+import { apiPath } from "../interpreters/kubernetes/api-path.ts";
 import { kubeRequest, type RequestSettings } from "../interpreters/kubernetes/client.ts";
 import { KubeError } from "../interpreters/kubernetes/errors.ts";
+import type { ApiResponse } from "../interpreters/kubernetes/kube-client.ts";
+import { type KubeAccess, kubeClientOf } from "../interpreters/kubernetes/kube-client-node.ts";
 import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { JobResource, Jobs, type JobsShape, jobInfoOf } from "./jobs.ts";
 
 export interface KubernetesJobsOptions {
-  readonly kubeConfig: KubeConfig;
+  readonly kubeConfig: KubeAccess;
   /** Share the controller's request counter; default: a new one. */
   readonly counter?: RequestCounter;
   /** Bound on one request; default 30 s. */
@@ -22,6 +25,20 @@ export interface KubernetesJobsOptions {
  * An empty name would turn a GET or DELETE into a call on the whole collection (a LIST, a
  * DELETE-collection); no Job has it, so it is NotFound without a request.
  */
+const jobs = { group: "batch", version: "v1", plural: "jobs" };
+
+/** The Job in an answer; `jobInfoOf` reads every field optionally, so any JSON object is safe to read. */
+const jobOf = (verb: string, response: ApiResponse): Effect.Effect<V1Job, KubeError> =>
+  Predicate.isObject(response.body)
+    ? Effect.succeed(response.body as V1Job)
+    : Effect.fail(
+        new KubeError({
+          reason: "Invalid",
+          code: response.status,
+          message: `${verb} Job: the server returned no object`,
+        }),
+      );
+
 const named = <A>(name: string, call: () => Effect.Effect<A, KubeError>): Effect.Effect<A, KubeError> =>
   name === ""
     ? Effect.fail(new KubeError({ reason: "NotFound", code: 404, message: `${JobResource} "" not found` }))
@@ -32,27 +49,26 @@ export const makeKubernetesJobs = (options: KubernetesJobsOptions): JobsShape =>
     counter: options.counter ?? new RequestCounter(),
     timeout: options.requestTimeout ?? Duration.seconds(30),
   };
-  const batch = options.kubeConfig.makeApiClient(BatchV1Api);
+  const client = kubeClientOf(options.kubeConfig);
 
   return Jobs.of({
     create: (job) =>
-      kubeRequest(settings, "create", (clientOptions) =>
-        batch.createNamespacedJobWithHttpInfo(
-          { namespace: job.metadata?.namespace ?? "", body: job },
-          clientOptions,
-        ),
-      ).pipe(
-        Effect.map((info) => jobInfoOf(info.data)),
+      kubeRequest(settings, "create", client, {
+        method: "POST",
+        path: apiPath(jobs, job.metadata?.namespace ?? ""),
+        body: { apiVersion: "batch/v1", kind: "Job", ...job },
+      }).pipe(
+        Effect.flatMap((response) => jobOf("create", response)),
+        Effect.map(jobInfoOf),
         Effect.withSpan("Jobs.create"),
       ),
 
     get: (namespace, name) =>
       named(name, () =>
-        kubeRequest(settings, "get", (clientOptions) =>
-          batch.readNamespacedJobWithHttpInfo({ namespace, name }, clientOptions),
-        ),
+        kubeRequest(settings, "get", client, { method: "GET", path: apiPath(jobs, namespace, name) }),
       ).pipe(
-        Effect.map((info) => jobInfoOf(info.data)),
+        Effect.flatMap((response) => jobOf("get", response)),
+        Effect.map(jobInfoOf),
         Effect.withSpan("Jobs.get"),
       ),
 
@@ -62,9 +78,11 @@ export const makeKubernetesJobs = (options: KubernetesJobsOptions): JobsShape =>
         ...(deleteOptions.uid === undefined ? {} : { preconditions: { uid: deleteOptions.uid } }),
       };
       return named(name, () =>
-        kubeRequest(settings, "delete", (clientOptions) =>
-          batch.deleteNamespacedJobWithHttpInfo({ namespace, name, body }, clientOptions),
-        ),
+        kubeRequest(settings, "delete", client, {
+          method: "DELETE",
+          path: apiPath(jobs, namespace, name),
+          body,
+        }),
       ).pipe(Effect.asVoid, Effect.withSpan("Jobs.delete"));
     },
   });

@@ -1,12 +1,13 @@
 /**
- * `ObjectReader` over client-node: direct GETs (no informer cache), each bounded by a timeout, counted
+ * `ObjectReader` over the apiserver: direct GETs (no informer cache), each bounded by a timeout, counted
  * with the other API requests, and cancelled when the calling fiber is interrupted.
  */
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { Duration, Effect, Layer, Result } from "effect";
 import { decodeEtcd, EtcdApiVersion } from "../api/etcd.ts";
+import { apiPath } from "../interpreters/kubernetes/api-path.ts";
 import { kubeRequest, type RequestSettings } from "../interpreters/kubernetes/client.ts";
 import type { KubeError } from "../interpreters/kubernetes/errors.ts";
+import { type KubeAccess, kubeClientOf } from "../interpreters/kubernetes/kube-client-node.ts";
 import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { decodeSecret, decodeStatefulSet } from "./objects.ts";
 import {
@@ -19,7 +20,7 @@ import {
 } from "./services.ts";
 
 export interface KubernetesObjectReaderOptions {
-  readonly kubeConfig: KubeConfig;
+  readonly kubeConfig: KubeAccess;
   /** Share the controller's request counter; default: a new one. */
   readonly counter?: RequestCounter;
   /** Bound on one GET; default 30 s. */
@@ -77,33 +78,29 @@ export const makeKubernetesObjectReader = (options: KubernetesObjectReaderOption
     counter: options.counter ?? new RequestCounter(),
     timeout: options.requestTimeout ?? Duration.seconds(30),
   };
-  const custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
-  const apps = options.kubeConfig.makeApiClient(AppsV1Api);
-  const core = options.kubeConfig.makeApiClient(CoreV1Api);
+  const client = kubeClientOf(options.kubeConfig);
+  const get = (resource: Parameters<typeof apiPath>[0], namespace: string, name: string) =>
+    kubeRequest(settings, "get", client, { method: "GET", path: apiPath(resource, namespace, name) });
+  const etcds = { group: etcdGroup, version: etcdVersion, plural: "etcds" };
+  const statefulSets = { group: "apps", version: "v1", plural: "statefulsets" };
+  const secrets = { group: "", version: "v1", plural: "secrets" };
 
   return ObjectReader.of({
     getEtcd: (namespace, name) =>
       named(Resources.etcd, namespace, name, () =>
-        kubeRequest(settings, "get", (clientOptions) =>
-          custom.getNamespacedCustomObjectWithHttpInfo(
-            { group: etcdGroup, version: etcdVersion, plural: "etcds", namespace, name },
-            clientOptions,
-          ),
-        ).pipe(
+        get(etcds, namespace, name).pipe(
           Effect.mapError(readError(Resources.etcd, namespace, name)),
-          Effect.flatMap((info) => decoded(Resources.etcd, namespace, name, decodeEtcd(info.data))),
+          Effect.flatMap((response) => decoded(Resources.etcd, namespace, name, decodeEtcd(response.body))),
           Effect.withSpan("ObjectReader.getEtcd"),
         ),
       ),
 
     getStatefulSet: (namespace, name) =>
       named(Resources.statefulSet, namespace, name, () =>
-        kubeRequest(settings, "get", (clientOptions) =>
-          apps.readNamespacedStatefulSetWithHttpInfo({ namespace, name }, clientOptions),
-        ).pipe(
+        get(statefulSets, namespace, name).pipe(
           Effect.mapError(readError(Resources.statefulSet, namespace, name)),
-          Effect.flatMap((info) =>
-            decoded(Resources.statefulSet, namespace, name, decodeStatefulSet(info.data)),
+          Effect.flatMap((response) =>
+            decoded(Resources.statefulSet, namespace, name, decodeStatefulSet(response.body)),
           ),
           Effect.withSpan("ObjectReader.getStatefulSet"),
         ),
@@ -111,11 +108,11 @@ export const makeKubernetesObjectReader = (options: KubernetesObjectReaderOption
 
     getSecret: (namespace, name) =>
       named(Resources.secret, namespace, name, () =>
-        kubeRequest(settings, "get", (clientOptions) =>
-          core.readNamespacedSecretWithHttpInfo({ namespace, name }, clientOptions),
-        ).pipe(
+        get(secrets, namespace, name).pipe(
           Effect.mapError(readError(Resources.secret, namespace, name)),
-          Effect.flatMap((info) => decoded(Resources.secret, namespace, name, decodeSecret(info.data))),
+          Effect.flatMap((response) =>
+            decoded(Resources.secret, namespace, name, decodeSecret(response.body)),
+          ),
           Effect.withSpan("ObjectReader.getSecret"),
         ),
       ),

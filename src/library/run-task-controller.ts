@@ -8,9 +8,10 @@
  * (`kubernetesLayer`), which advanced users can call directly (both are exported), e.g. to share a
  * scope, add leader election or run several kinds in one Effect program.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
 import { Effect, Exit, Fiber, Layer, Logger, ManagedRuntime, References, Scope } from "effect";
 import type { HandlerRegistry } from "../handlers/handler.ts";
+import type { KubeAccess } from "../interpreters/kubernetes/kube-client-node.ts";
+import { loadKubeClient } from "../interpreters/kubernetes/kubeconfig-loader.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import type { DuplicatePolicy, LifecycleConfig } from "../machine/types.ts";
@@ -19,7 +20,6 @@ import type { ResourceRef, TaskKind } from "../reconcile/task-kind.ts";
 import { type ControllerHandle, type ControllerStats, runController } from "../runtime/controller.ts";
 import type { ControllerObserver } from "../runtime/metrics.ts";
 import { sumQueueMetrics, type WorkQueueMetrics } from "../runtime/work-queue.ts";
-import { defaultKubeConfig } from "./kube-config.ts";
 import type { ServicesOption } from "./services-option.ts";
 
 /** Lifecycle timing; every value defaults to etcd-druid's (`druidTiming`). */
@@ -36,8 +36,11 @@ export interface TaskControllerBaseOptions<Task, R> {
   readonly kind: TaskKind<Task>;
   /** Handlers by config member; a task whose member has none is Rejected (`ERR_UNSUPPORTED_TASK`). */
   readonly handlers: HandlerRegistry<Task, R>;
-  /** The cluster; default: in-cluster, else `$KUBECONFIG` / `~/.kube/config`. */
-  readonly kubeConfig?: KubeConfig;
+  /**
+   * The cluster: a client-node `KubeConfig`, or opstask's lean `KubeClient` (`loadKubeClient(path)`);
+   * default: in-cluster, else `$KUBECONFIG` / `~/.kube/config` (as `loadKubeClient()`).
+   */
+  readonly kubeConfig?: KubeAccess;
   /** Namespaces to watch (one controller each); all when absent. */
   readonly namespace?: string | ReadonlyArray<string>;
   /** Passes at once per namespace (default 3). Handler calls never hold a worker. */
@@ -84,7 +87,7 @@ export const runTaskController = async <Task, R = never>(
   options: TaskControllerOptions<Task, R>,
 ): Promise<TaskController> => {
   const { kind, handlers } = options;
-  const kubeConfig = options.kubeConfig ?? defaultKubeConfig();
+  const kubeConfig = options.kubeConfig ?? (await loadKubeClient());
   const counter = new RequestCounter();
   const config = lifecycleConfig(kind, {
     ...options.timing,

@@ -14,7 +14,6 @@
  * - retry bookkeeping (`retries`, `retryAt`) follows `nextRetryState`; a periodic resync re-derives
  *   every timer from the objects, so no requeue is lost.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
 import { Cause, Clock, Duration, Effect, FiberMap, Schedule, type Scope, Stream } from "effect";
 import { isTerminal } from "../api/status.ts";
 import { nextRetryState, noRetry, type RetryState } from "../effects/retry-state.ts";
@@ -22,9 +21,9 @@ import type { PassEnd, TaskEffect } from "../effects/task-effect.ts";
 import type { HandlerRegistry } from "../handlers/handler.ts";
 import type { KubeError } from "../interpreters/kubernetes/errors.ts";
 import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
+import type { KubeAccess } from "../interpreters/kubernetes/kube-client-node.ts";
 import { type KubeObject, objectKey } from "../interpreters/kubernetes/object.ts";
 import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
-import { shareConnections } from "../interpreters/kubernetes/shared-connections.ts";
 import { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
 import type { KnownResult, LifecycleConfig, PassInput, Phase, PhaseOutcome } from "../machine/types.ts";
 import { defectOutcome } from "../reconcile/handler-defect.ts";
@@ -48,7 +47,8 @@ export interface ControllerOptions<Task, R> {
   readonly kind: TaskKind<Task>;
   readonly handlers: HandlerRegistry<Task, R>;
   readonly config: LifecycleConfig;
-  readonly kubeConfig: KubeConfig;
+  /** opstask's lean `KubeClient` (`loadKubeClient`) or a client-node `KubeConfig`. */
+  readonly kubeConfig: KubeAccess;
   /** Watch one namespace; all when absent. */
   readonly namespace?: string;
   /** Passes run at once (druid: 3). Handler calls do not count: they never hold a worker. */
@@ -114,7 +114,6 @@ export const runController = <Task, R>(
 ): Effect.Effect<ControllerHandle, never, Scope.Scope | R | TaskWriter | EventRecorder> =>
   Effect.gen(function* () {
     const { kind, config, handlers } = options;
-    shareConnections(options.kubeConfig);
     const observer = options.observer ?? noObserver;
     const writer = yield* TaskWriter;
     const recorder = yield* EventRecorder;

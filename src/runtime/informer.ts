@@ -25,7 +25,6 @@
  * emitted like any change unless `echoes: "suppress"` (the memory controller sees them too; a pass on
  * an echo must cost nothing, design-traps 5).
  */
-import { CustomObjectsApi, type KubeConfig, Watch } from "@kubernetes/client-node";
 import {
   type Cause,
   Clock,
@@ -39,8 +38,10 @@ import {
   type Scope,
   Stream,
 } from "effect";
+import { apiPath } from "../interpreters/kubernetes/api-path.ts";
 import { kubeRequest, type RequestSettings } from "../interpreters/kubernetes/client.ts";
 import { fromStatus, type KubeError, toKubeError } from "../interpreters/kubernetes/errors.ts";
+import { type KubeAccess, kubeClientOf } from "../interpreters/kubernetes/kube-client-node.ts";
 import {
   compareResourceVersions,
   isKubeObject,
@@ -64,7 +65,7 @@ export interface Change {
 }
 
 export interface InformerOptions {
-  readonly kubeConfig: KubeConfig;
+  readonly kubeConfig: KubeAccess;
   readonly resource: Pick<ResourceRef, "group" | "version" | "plural">;
   /** Watch one namespace; all namespaces when absent. */
   readonly namespace?: string;
@@ -193,14 +194,8 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       Duration.fromInputUnsafe(options.backoff?.max ?? Duration.seconds(30)),
     );
     const suppressEchoes = options.echoes === "suppress";
-    const api = options.kubeConfig.makeApiClient(CustomObjectsApi);
-    const watcher = new Watch(options.kubeConfig);
-    // client-node aborts a watch after 30 s without data (a private, fixed timer); the watchdog below
-    // does that job, so move client-node's out of its way.
-    Reflect.set(watcher, "requestTimeoutMs", watchdogMs + 30_000);
-    const watchPath = `/apis/${encodeURIComponent(group)}/${encodeURIComponent(version)}${
-      namespace === undefined ? "" : `/namespaces/${encodeURIComponent(namespace)}`
-    }/${encodeURIComponent(plural)}`;
+    const client = kubeClientOf(options.kubeConfig);
+    const collectionPath = apiPath({ group, version, plural }, namespace);
 
     const cache = new Map<string, Entry>();
     const subscribers = new Set<Queue.Queue<Change, Cause.Done>>();
@@ -296,18 +291,11 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
 
     const listPage = (continueToken: string | undefined) => {
       const query = {
-        group,
-        version,
-        plural,
         limit: pageSize,
-        ...(continueToken === undefined ? {} : { _continue: continueToken }),
-        ...(options.labelSelector === undefined ? {} : { labelSelector: options.labelSelector }),
+        continue: continueToken,
+        labelSelector: options.labelSelector,
       };
-      return kubeRequest(settings, "list", (clientOptions) =>
-        namespace === undefined
-          ? api.listClusterCustomObjectWithHttpInfo(query, clientOptions)
-          : api.listNamespacedCustomObjectWithHttpInfo({ ...query, namespace }, clientOptions),
-      );
+      return kubeRequest(settings, "list", client, { method: "GET", path: collectionPath, query });
     };
 
     const listAll: Effect.Effect<ListResult, KubeError> = Effect.gen(function* () {
@@ -316,7 +304,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       let listVersion = "";
       do {
         const page = yield* listPage(continueToken);
-        const data: unknown = page.data;
+        const data: unknown = page.body;
         const metadata = Predicate.isObject(data) && "metadata" in data ? data.metadata : undefined;
         const pageItems = Predicate.isObject(data) && "items" in data ? data.items : undefined;
         if (Array.isArray(pageItems)) {
@@ -397,7 +385,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
           timeoutSeconds,
           ...(options.labelSelector === undefined ? {} : { labelSelector: options.labelSelector }),
         };
-        watcher.watch(watchPath, query, onEvent, onDone).then(
+        client.watch(collectionPath, query, onEvent, onDone).then(
           (started) => {
             controller = started;
             answer(200);

@@ -26,20 +26,16 @@
  * Writes are JSON merge patches carrying `metadata.resourceVersion` (the apiserver's precondition, the
  * same optimistic concurrency as client-go's update) and are counted as verb "patch".
  */
-import {
-  CoordinationV1Api,
-  type KubeConfig,
-  PatchStrategy,
-  type V1Lease,
-  V1MicroTime,
-} from "@kubernetes/client-node";
-import { Clock, Data, Deferred, Duration, Effect, Option, Random, type Scope } from "effect";
-import { kubeRequest, type RequestSettings } from "../interpreters/kubernetes/client.ts";
+import { Clock, Data, Deferred, Duration, Effect, Option, Predicate, Random, type Scope } from "effect";
+import { apiPath } from "../interpreters/kubernetes/api-path.ts";
+import { kubeRequest, mergePatch, type RequestSettings } from "../interpreters/kubernetes/client.ts";
 import type { KubeError } from "../interpreters/kubernetes/errors.ts";
+import { type KubeAccess, kubeClientOf } from "../interpreters/kubernetes/kube-client-node.ts";
+import { microTime } from "../interpreters/kubernetes/micro-time.ts";
 import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 
 export interface LeaderElectionOptions {
-  readonly kubeConfig: KubeConfig;
+  readonly kubeConfig: KubeAccess;
   /** Namespace and name of the Lease. */
   readonly namespace: string;
   readonly name: string;
@@ -56,7 +52,7 @@ export interface LeaderElectionOptions {
   /** Count Lease requests here (default: a counter of its own). */
   readonly counter?: RequestCounter;
   /** Test hook: consulted before every request; the KubeConfig to send it with (an unreachable one, say). */
-  readonly kubeConfigHook?: () => KubeConfig;
+  readonly kubeConfigHook?: () => KubeAccess;
 }
 
 export interface LeaderElectionStatus {
@@ -117,17 +113,26 @@ const jitterFactor = 1.2;
 const millis = (input: Duration.Input | undefined, fallback: Duration.Input): number =>
   Duration.toMillis(Duration.fromInputUnsafe(input ?? fallback));
 
-const timeText = (value: unknown): string =>
-  value instanceof Date ? value.toISOString() : typeof value === "string" ? value : "";
+const field = (object: unknown, name: string): unknown =>
+  Predicate.isObject(object) ? Reflect.get(object, name) : undefined;
+const textField = (object: unknown, name: string): string => {
+  const value = field(object, name);
+  return typeof value === "string" ? value : "";
+};
+const numberField = (object: unknown, name: string): number => {
+  const value = field(object, name);
+  return typeof value === "number" ? value : 0;
+};
 
-const recordOf = (lease: V1Lease): LeaseRecord => {
-  const spec = lease.spec;
+/** The record of a Lease as the server returned it (JSON). */
+const recordOf = (lease: unknown): LeaseRecord => {
+  const spec = field(lease, "spec");
   return {
-    holderIdentity: spec?.holderIdentity ?? "",
-    leaseDurationSeconds: spec?.leaseDurationSeconds ?? 0,
-    acquireTime: timeText(spec?.acquireTime),
-    renewTime: timeText(spec?.renewTime),
-    leaseTransitions: spec?.leaseTransitions ?? 0,
+    holderIdentity: textField(spec, "holderIdentity"),
+    leaseDurationSeconds: numberField(spec, "leaseDurationSeconds"),
+    acquireTime: textField(spec, "acquireTime"),
+    renewTime: textField(spec, "renewTime"),
+    leaseTransitions: numberField(spec, "leaseTransitions"),
   };
 };
 
@@ -162,45 +167,29 @@ export const runLeaderElection = (
       timeout: Duration.millis(renewDeadlineMs),
     };
 
-    let apiConfig: KubeConfig | undefined;
-    let apiClient: CoordinationV1Api | undefined;
-    const api = (): CoordinationV1Api => {
-      const kubeConfig = options.kubeConfigHook?.() ?? options.kubeConfig;
-      if (apiClient === undefined || apiConfig !== kubeConfig) {
-        apiConfig = kubeConfig;
-        apiClient = kubeConfig.makeApiClient(CoordinationV1Api);
-      }
-      return apiClient;
-    };
+    const client = () => kubeClientOf(options.kubeConfigHook?.() ?? options.kubeConfig);
+    const leases = { group: "coordination.k8s.io", version: "v1", plural: "leases" };
+    const leasePath = apiPath(leases, namespace, name);
 
-    const get = kubeRequest(settings, "get", (clientOptions) =>
-      api().readNamespacedLeaseWithHttpInfo({ namespace, name }, clientOptions),
+    const get = Effect.suspend(() =>
+      kubeRequest(settings, "get", client(), { method: "GET", path: leasePath }),
     );
     const create = (spec: Record<string, unknown>) =>
-      kubeRequest(settings, "create", (clientOptions) =>
-        api().createNamespacedLeaseWithHttpInfo(
-          {
-            namespace,
-            body: {
-              apiVersion: "coordination.k8s.io/v1",
-              kind: "Lease",
-              metadata: { namespace, name },
-              spec,
-            },
-          },
-          clientOptions,
-        ),
+      Effect.suspend(() =>
+        kubeRequest(settings, "create", client(), {
+          method: "POST",
+          path: apiPath(leases, namespace),
+          body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { namespace, name }, spec },
+        }),
       );
     const update = (resourceVersion: string, spec: Record<string, unknown>) =>
-      kubeRequest(
-        settings,
-        "patch",
-        (clientOptions) =>
-          api().patchNamespacedLeaseWithHttpInfo(
-            { namespace, name, body: { metadata: { resourceVersion }, spec } },
-            clientOptions,
-          ),
-        PatchStrategy.MergePatch,
+      Effect.suspend(() =>
+        kubeRequest(settings, "patch", client(), {
+          method: "PATCH",
+          path: leasePath,
+          body: { metadata: { resourceVersion }, spec },
+          contentType: mergePatch,
+        }),
       );
 
     let observed: Observation | undefined;
@@ -209,11 +198,11 @@ export const runLeaderElection = (
     const lostSignal = yield* Deferred.make<void>();
 
     /** Records what the server holds (a read, or the answer to our write). */
-    const observe = (lease: V1Lease) =>
+    const observe = (lease: unknown) =>
       Effect.gen(function* () {
         const record = recordOf(lease);
         const raw = JSON.stringify(record);
-        const resourceVersion = lease.metadata?.resourceVersion ?? "";
+        const resourceVersion = textField(field(lease, "metadata"), "resourceVersion");
         const at = observed?.raw === raw ? observed.at : yield* Clock.currentTimeMillis;
         observed = { record, raw, at, resourceVersion };
         return observed;
@@ -222,11 +211,11 @@ export const runLeaderElection = (
     const unexpired = (observation: Observation, now: number) =>
       observation.at + observation.record.leaseDurationSeconds * 1000 > now;
 
-    const ourSpec = (now: number, acquireTime: string | V1MicroTime, leaseTransitions: number) => ({
+    const ourSpec = (now: number, acquireTime: string, leaseTransitions: number) => ({
       holderIdentity: identity,
       leaseDurationSeconds,
       acquireTime,
-      renewTime: new V1MicroTime(now),
+      renewTime: microTime(now),
       leaseTransitions,
     });
 
@@ -248,7 +237,7 @@ export const runLeaderElection = (
           ),
         );
         if (Option.isSome(renewed)) {
-          yield* observe(renewed.value.data);
+          yield* observe(renewed.value.body);
           return { _tag: "Held", at: now };
         }
         // Conflict or failure: fall back to reading the Lease.
@@ -256,12 +245,12 @@ export const runLeaderElection = (
       const read = yield* Effect.result(get);
       if (read._tag === "Failure") {
         if (read.failure.reason !== "NotFound") return { _tag: "Failed", error: read.failure };
-        const created = yield* Effect.result(create(ourSpec(now, new V1MicroTime(now), 0)));
+        const created = yield* Effect.result(create(ourSpec(now, microTime(now), 0)));
         if (created._tag === "Failure") return { _tag: "Failed", error: created.failure };
-        yield* observe(created.success.data);
+        yield* observe(created.success.body);
         return { _tag: "Held", at: now };
       }
-      const seen = yield* observe(read.success.data);
+      const seen = yield* observe(read.success.body);
       const holder = seen.record.holderIdentity;
       const ours = holder === identity;
       if (holder !== "" && !ours && unexpired(seen, now)) return { _tag: "Taken", holder };
@@ -270,11 +259,11 @@ export const runLeaderElection = (
           seen.resourceVersion,
           ours
             ? ourSpec(now, seen.record.acquireTime, seen.record.leaseTransitions)
-            : ourSpec(now, new V1MicroTime(now), seen.record.leaseTransitions + 1),
+            : ourSpec(now, microTime(now), seen.record.leaseTransitions + 1),
         ),
       );
       if (written._tag === "Failure") return { _tag: "Failed", error: written.failure };
-      yield* observe(written.success.data);
+      yield* observe(written.success.body);
       return { _tag: "Held", at: now };
     });
 
@@ -341,19 +330,19 @@ export const runLeaderElection = (
       const spec = {
         holderIdentity: "",
         leaseDurationSeconds: 1,
-        acquireTime: new V1MicroTime(now),
-        renewTime: new V1MicroTime(now),
+        acquireTime: microTime(now),
+        renewTime: microTime(now),
         leaseTransitions: current.record.leaseTransitions,
       };
       const first = yield* Effect.result(update(current.resourceVersion, spec));
       if (first._tag === "Success") {
-        yield* observe(first.success.data);
+        yield* observe(first.success.body);
       } else if (first.failure.reason === "Conflict") {
         // An interrupted renewal may have changed the Lease after all: release it if it is still ours.
         const read = yield* get;
-        const seen = yield* observe(read.data);
+        const seen = yield* observe(read.body);
         if (seen.record.holderIdentity === identity) {
-          yield* observe((yield* update(seen.resourceVersion, spec)).data);
+          yield* observe((yield* update(seen.resourceVersion, spec)).body);
         }
       } else {
         return yield* first.failure;

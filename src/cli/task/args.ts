@@ -5,9 +5,17 @@
  */
 import { delimiter } from "node:path";
 import { parseArgs } from "node:util";
-import type { KubeConfig } from "@kubernetes/client-node";
-import { loadKubeConfig } from "../controller-command.ts";
+import { KubeConfig } from "@kubernetes/client-node";
 import { OptionError, parseDuration } from "../options.ts";
+
+/** The named file, else in-cluster when running in a pod, else the default kubeconfig (merging $KUBECONFIG). */
+const loadKubeConfig = (path: string): KubeConfig => {
+  const kc = new KubeConfig();
+  if (path !== "") kc.loadFromFile(path);
+  else if (process.env.KUBERNETES_SERVICE_HOST !== undefined) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  return kc;
+};
 
 export type FlagValue = string | boolean | undefined;
 export type Flags = Readonly<Record<string, FlagValue>>;

@@ -3,11 +3,14 @@
  * a list-watch cache for the commands that follow changes. Each request is bounded in time and fails
  * only with `KubeError`; watching reuses the controller's informer (relists, bookmarks, backoff).
  */
-import { CustomObjectsApi, EventsV1Api, type KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { Duration, Effect, Predicate, type Scope } from "effect";
 import { etcdOpsTaskKind } from "../../api/etcdopstask-kind.ts";
+import { apiPath } from "../../interpreters/kubernetes/api-path.ts";
 import { kubeRequest, type RequestSettings } from "../../interpreters/kubernetes/client.ts";
 import { KubeError } from "../../interpreters/kubernetes/errors.ts";
+import type { KubeClient } from "../../interpreters/kubernetes/kube-client.ts";
+import { kubeClientOf } from "../../interpreters/kubernetes/kube-client-node.ts";
 import { isKubeObject, type KubeObject } from "../../interpreters/kubernetes/object.ts";
 import { RequestCounter } from "../../interpreters/kubernetes/request-metrics.ts";
 import { type Informer, makeInformer } from "../../runtime/informer.ts";
@@ -15,18 +18,17 @@ import { type Informer, makeInformer } from "../../runtime/informer.ts";
 export interface Cluster {
   readonly kubeConfig: KubeConfig;
   readonly settings: RequestSettings;
-  readonly objects: CustomObjectsApi;
-  readonly events: EventsV1Api;
+  readonly client: KubeClient;
 }
 
 export const connect = (kubeConfig: KubeConfig): Cluster => ({
   kubeConfig,
   settings: { counter: new RequestCounter(), timeout: Duration.seconds(30) },
-  objects: kubeConfig.makeApiClient(CustomObjectsApi),
-  events: kubeConfig.makeApiClient(EventsV1Api),
+  client: kubeClientOf(kubeConfig),
 });
 
-const { group, version, plural } = etcdOpsTaskKind.resource;
+const tasks = etcdOpsTaskKind.resource;
+const events = { group: "events.k8s.io", version: "v1", plural: "events" };
 
 const asObject = (data: unknown, what: string): Effect.Effect<KubeObject, KubeError> =>
   isKubeObject(data)
@@ -38,24 +40,21 @@ export const createTask = (
   namespace: string,
   manifest: object,
 ): Effect.Effect<KubeObject, KubeError> =>
-  kubeRequest(cluster.settings, "create", (options) =>
-    cluster.objects.createNamespacedCustomObjectWithHttpInfo(
-      { group, version, plural, namespace, body: manifest },
-      options,
-    ),
-  ).pipe(Effect.flatMap((info) => asObject(info.data, "the created task")));
+  kubeRequest(cluster.settings, "create", cluster.client, {
+    method: "POST",
+    path: apiPath(tasks, namespace),
+    body: manifest,
+  }).pipe(Effect.flatMap((response) => asObject(response.body, "the created task")));
 
 export const getTask = (
   cluster: Cluster,
   namespace: string,
   name: string,
 ): Effect.Effect<KubeObject, KubeError> =>
-  kubeRequest(cluster.settings, "get", (options) =>
-    cluster.objects.getNamespacedCustomObjectWithHttpInfo(
-      { group, version, plural, namespace, name },
-      options,
-    ),
-  ).pipe(Effect.flatMap((info) => asObject(info.data, `task ${namespace}/${name}`)));
+  kubeRequest(cluster.settings, "get", cluster.client, {
+    method: "GET",
+    path: apiPath(tasks, namespace, name),
+  }).pipe(Effect.flatMap((response) => asObject(response.body, `task ${namespace}/${name}`)));
 
 const field = (value: unknown, name: string): unknown =>
   Predicate.isObject(value) && name in value ? Reflect.get(value, name) : undefined;
@@ -69,21 +68,14 @@ export const listTasks = (
     const items: KubeObject[] = [];
     let continueToken: string | undefined;
     do {
-      const query = {
-        group,
-        version,
-        plural,
-        limit: 500,
-        ...(continueToken === undefined ? {} : { _continue: continueToken }),
-      };
-      const page = yield* kubeRequest(cluster.settings, "list", (options) =>
-        namespace === undefined
-          ? cluster.objects.listClusterCustomObjectWithHttpInfo(query, options)
-          : cluster.objects.listNamespacedCustomObjectWithHttpInfo({ ...query, namespace }, options),
-      );
-      const pageItems = field(page.data, "items");
+      const page = yield* kubeRequest(cluster.settings, "list", cluster.client, {
+        method: "GET",
+        path: apiPath(tasks, namespace),
+        query: { limit: 500, continue: continueToken },
+      });
+      const pageItems = field(page.body, "items");
       if (Array.isArray(pageItems)) items.push(...pageItems.filter(isKubeObject));
-      const next = field(field(page.data, "metadata"), "continue");
+      const next = field(field(page.body, "metadata"), "continue");
       continueToken = typeof next === "string" && next !== "" ? next : undefined;
     } while (continueToken !== undefined);
     return items;
@@ -101,7 +93,7 @@ export interface TaskEventRecord {
   readonly reportingController: string;
 }
 
-/** The first valid time of `candidates` (client-node types them as Date; some arrive as strings). */
+/** The first valid time of `candidates` (RFC 3339 strings; a Date is taken too). */
 const timeOf = (...candidates: ReadonlyArray<unknown>): number | undefined => {
   for (const candidate of candidates) {
     const ms =
@@ -121,36 +113,40 @@ export const listTaskEvents = (
   namespace: string,
   uid: string,
 ): Effect.Effect<ReadonlyArray<TaskEventRecord>, KubeError> =>
-  kubeRequest(cluster.settings, "list", (options) =>
-    cluster.events.listNamespacedEventWithHttpInfo(
-      { namespace, fieldSelector: `regarding.uid=${uid}` },
-      options,
-    ),
-  ).pipe(
-    Effect.map((info) =>
-      info.data.items
-        .filter((event) => event.regarding?.uid === uid)
+  kubeRequest(cluster.settings, "list", cluster.client, {
+    method: "GET",
+    path: apiPath(events, namespace),
+    query: { fieldSelector: `regarding.uid=${uid}` },
+  }).pipe(
+    Effect.map((response) => {
+      const items = field(response.body, "items");
+      const text = (value: unknown, fallback: string) => (typeof value === "string" ? value : fallback);
+      const count = (...candidates: ReadonlyArray<unknown>) =>
+        candidates.find((candidate): candidate is number => typeof candidate === "number") ?? 1;
+      return (Array.isArray(items) ? items : [])
+        .filter((event) => field(field(event, "regarding"), "uid") === uid)
         .flatMap((event): TaskEventRecord[] => {
+          const series = field(event, "series");
           const at = timeOf(
-            event.series?.lastObservedTime,
-            event.eventTime,
-            event.deprecatedLastTimestamp,
-            event.metadata?.creationTimestamp,
+            field(series, "lastObservedTime"),
+            field(event, "eventTime"),
+            field(event, "deprecatedLastTimestamp"),
+            field(field(event, "metadata"), "creationTimestamp"),
           );
           if (at === undefined) return [];
           return [
             {
-              type: event.type ?? "Normal",
-              reason: event.reason ?? "",
-              note: event.note ?? "",
+              type: text(field(event, "type"), "Normal"),
+              reason: text(field(event, "reason"), ""),
+              note: text(field(event, "note"), ""),
               at,
-              count: event.series?.count ?? event.deprecatedCount ?? 1,
-              reportingController: event.reportingController ?? "",
+              count: count(field(series, "count"), field(event, "deprecatedCount")),
+              reportingController: text(field(event, "reportingController"), ""),
             },
           ];
         })
-        .sort((a, b) => a.at - b.at),
-    ),
+        .sort((a, b) => a.at - b.at);
+    }),
   );
 
 /**

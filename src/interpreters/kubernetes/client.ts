@@ -1,36 +1,11 @@
 /**
- * One client-node request as an Effect: cancellable (the fiber's interruption aborts the fetch), bounded
- * by a timeout, counted, and failing only with `KubeError`.
+ * One API request as an Effect: cancellable (the fiber's interruption aborts it), bounded by a timeout,
+ * counted, and failing only with `KubeError`.
  */
-import {
-  type HttpInfo,
-  Observable,
-  type RequestContext,
-  type ResponseContext,
-  type setHeaderOptions,
-} from "@kubernetes/client-node";
 import { type Duration, Effect } from "effect";
 import { KubeError, toKubeError } from "./errors.ts";
+import type { ApiRequest, ApiResponse, KubeClient } from "./kube-client.ts";
 import type { RequestCounter, Verb } from "./request-metrics.ts";
-
-/** The per-request options every generated client-node method takes. */
-export type ClientOptions = ReturnType<typeof setHeaderOptions>;
-
-/** Request options that abort the request with `signal` and optionally set the Content-Type. */
-export const clientOptions = (signal: AbortSignal, contentType?: string): ClientOptions => ({
-  middleware: [
-    {
-      pre: (request: RequestContext) => {
-        request.setSignal(signal);
-        if (contentType !== undefined) request.setHeaderParam("Content-Type", contentType);
-        return new Observable(Promise.resolve(request));
-      },
-      post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
-    },
-  ],
-  // Keep the authentication middleware of the KubeConfig.
-  middlewareMergeStrategy: "append",
-});
 
 export interface RequestSettings {
   readonly counter: RequestCounter;
@@ -38,15 +13,18 @@ export interface RequestSettings {
   readonly timeout: Duration.Input;
 }
 
-/** Runs one request; `call` receives the options to pass to the generated method. */
-export const kubeRequest = <A>(
+/** JSON merge patch (RFC 7386): the only patch type opstask sends. */
+export const mergePatch = "application/merge-patch+json";
+
+/** Runs one request against `client`. */
+export const kubeRequest = (
   settings: RequestSettings,
   verb: Verb,
-  call: (options: ClientOptions) => Promise<HttpInfo<A>>,
-  contentType?: string,
-): Effect.Effect<HttpInfo<A>, KubeError> =>
+  client: KubeClient,
+  request: ApiRequest,
+): Effect.Effect<ApiResponse, KubeError> =>
   Effect.tryPromise({
-    try: (signal) => call(clientOptions(signal, contentType)),
+    try: (signal) => client.request(request, signal),
     catch: toKubeError,
   }).pipe(
     Effect.timeoutOrElse({
@@ -54,6 +32,6 @@ export const kubeRequest = <A>(
       orElse: () =>
         Effect.fail(new KubeError({ reason: "Transient", code: 0, message: `${verb} request timed out` })),
     }),
-    Effect.tap((info) => Effect.sync(() => settings.counter.record(verb, info.httpStatusCode))),
+    Effect.tap((response) => Effect.sync(() => settings.counter.record(verb, response.status))),
     Effect.tapError((error) => Effect.sync(() => settings.counter.record(verb, error.code))),
   );

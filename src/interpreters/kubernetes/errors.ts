@@ -1,12 +1,13 @@
 /**
- * One error type for everything that can go wrong talking to the kube-apiserver. client-node 2.0 throws
- * `ApiException` whose `body` is, for status codes missing from the OpenAPI spec (409, 404, 422, 410,
- * 429 …), the raw JSON *string* of a `Status`; for 401 it is `undefined`; for network failures, aborts
- * and timeouts it throws plain `Error`s/`DOMException`s. `toKubeError` folds all of that into
- * `KubeError` once, so that callers match on `reason` and never parse bodies.
+ * One error type for everything that can go wrong talking to the kube-apiserver. Our `KubeClient`
+ * rejects with `ApiCallError` (status code and parsed `Status`); client-node 2.0, still used by the CLI
+ * and the dev cluster, throws `ApiException` whose `body` is, for status codes missing from the OpenAPI
+ * spec (409, 404, 422, 410, 429 …), the raw JSON *string* of a `Status`; network failures, aborts and
+ * timeouts are plain `Error`s/`DOMException`s. `toKubeError` folds all of that into `KubeError` once,
+ * so that callers match on `reason` and never parse bodies.
  */
-import { ApiException } from "@kubernetes/client-node";
 import { Data, Predicate } from "effect";
+import { ApiCallError } from "./kube-client.ts";
 
 /**
  * What the caller can do about it. `Transient` covers 5xx, request timeouts and network failures (no
@@ -83,6 +84,14 @@ export const fromStatus = (status: unknown): KubeError => {
   });
 };
 
+/** client-node's `ApiException` (matched by shape: importing client-node costs ~85 MB, kube-client.ts). */
+const isApiException = (error: unknown): error is Error & { readonly code: number; readonly body: unknown } =>
+  error instanceof Error &&
+  "code" in error &&
+  typeof error.code === "number" &&
+  "body" in error &&
+  "headers" in error;
+
 /** The HTTP status code client-node's `Watch` attaches to a non-200 response, if any. */
 const attachedStatusCode = (error: unknown): number | undefined =>
   Predicate.isObject(error) && "statusCode" in error && typeof error.statusCode === "number"
@@ -99,8 +108,16 @@ const describe = (error: unknown): string => {
 /** Maps anything client-node throws (or rejects with) to a `KubeError`. Total: never throws. */
 export const toKubeError = (error: unknown): KubeError => {
   if (error instanceof KubeError) return error;
-  if (error instanceof ApiException) {
-    const code = typeof error.code === "number" ? error.code : 0;
+  if (error instanceof ApiCallError) {
+    const code = error.statusCode;
+    return new KubeError({
+      reason: reasonOfCode(code),
+      code,
+      message: code === 0 ? error.message : (statusMessage(error.body) ?? error.message),
+    });
+  }
+  if (isApiException(error)) {
+    const code = error.code;
     return new KubeError({
       reason: reasonOfCode(code),
       code,

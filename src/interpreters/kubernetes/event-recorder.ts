@@ -4,11 +4,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { EventsV1Api, type EventsV1Event, type KubeConfig, V1MicroTime } from "@kubernetes/client-node";
-import { Context, Duration, Effect } from "effect";
+import { Clock, Context, Duration, Effect } from "effect";
 import type { EventType } from "../../effects/task-effect.ts";
 import type { ResourceRef } from "../../reconcile/task-kind.ts";
+import { apiPath } from "./api-path.ts";
 import { kubeRequest } from "./client.ts";
+import { type KubeAccess, kubeClientOf } from "./kube-client-node.ts";
+import { microTime } from "./micro-time.ts";
 import type { RequestCounter } from "./request-metrics.ts";
 
 /** The object an event is about (the task as last read). */
@@ -35,7 +37,7 @@ export class EventRecorder extends Context.Service<
 >()("opstask/kubernetes/EventRecorder") {}
 
 export interface EventRecorderOptions {
-  readonly kubeConfig: KubeConfig;
+  readonly kubeConfig: KubeAccess;
   readonly resource: ResourceRef;
   readonly counter: RequestCounter;
   /** `reportingController` (default "opstask"). */
@@ -71,45 +73,48 @@ export const truncateUtf8 = (text: string, bytes: number): string => {
 };
 
 export const makeEventRecorder = (options: EventRecorderOptions): EventRecorder["Service"] => {
-  const api = options.kubeConfig.makeApiClient(EventsV1Api);
+  const client = kubeClientOf(options.kubeConfig);
+  const events = { group: "events.k8s.io", version: "v1", plural: "events" };
   const settings = { counter: options.counter, timeout: options.requestTimeout ?? Duration.seconds(10) };
   const reportingController = options.reportingController ?? "opstask";
   const reportingInstance = options.reportingInstance ?? hostname();
   const { group, version, kind } = options.resource;
 
   return EventRecorder.of({
-    record: (subject, event) => {
-      const body: EventsV1Event = {
-        apiVersion: "events.k8s.io/v1",
-        kind: "Event",
-        metadata: { name: eventName(subject.name), namespace: subject.namespace },
-        eventTime: new V1MicroTime(),
-        reportingController,
-        reportingInstance,
-        action: (event.action ?? event.reason).slice(0, 128),
-        reason: event.reason.slice(0, 128),
-        note: truncateUtf8(event.note, maxNoteBytes),
-        type: event.type,
-        regarding: {
-          apiVersion: `${group}/${version}`,
-          kind,
-          name: subject.name,
-          namespace: subject.namespace,
-          uid: subject.uid,
-          resourceVersion: subject.resourceVersion,
-        },
-      };
-      return kubeRequest(settings, "create", (clientOptions) =>
-        api.createNamespacedEventWithHttpInfo({ namespace: subject.namespace, body }, clientOptions),
-      ).pipe(
-        Effect.asVoid,
-        Effect.catch((error) =>
-          Effect.logWarning(
-            `event ${event.reason} on ${subject.namespace}/${subject.name} not recorded: ${error.code} ${error.reason}: ${error.message}`,
+    record: (subject, event) =>
+      Effect.gen(function* () {
+        const body = {
+          apiVersion: "events.k8s.io/v1",
+          kind: "Event",
+          metadata: { name: eventName(subject.name), namespace: subject.namespace },
+          eventTime: microTime(yield* Clock.currentTimeMillis),
+          reportingController,
+          reportingInstance,
+          action: (event.action ?? event.reason).slice(0, 128),
+          reason: event.reason.slice(0, 128),
+          note: truncateUtf8(event.note, maxNoteBytes),
+          type: event.type,
+          regarding: {
+            apiVersion: `${group}/${version}`,
+            kind,
+            name: subject.name,
+            namespace: subject.namespace,
+            uid: subject.uid,
+            resourceVersion: subject.resourceVersion,
+          },
+        };
+        return yield* kubeRequest(settings, "create", client, {
+          method: "POST",
+          path: apiPath(events, subject.namespace),
+          body,
+        }).pipe(
+          Effect.asVoid,
+          Effect.catch((error) =>
+            Effect.logWarning(
+              `event ${event.reason} on ${subject.namespace}/${subject.name} not recorded: ${error.code} ${error.reason}: ${error.message}`,
+            ),
           ),
-        ),
-        Effect.withSpan("EventRecorder.record"),
-      );
-    },
+        );
+      }).pipe(Effect.withSpan("EventRecorder.record")),
   });
 };

@@ -1,11 +1,12 @@
 /**
  * The Kubernetes side of the interpreter as one Layer: `TaskWriter`, `EventRecorder` and the request
- * counter they share (`KubeRequests`, to be exported as Prometheus metrics), built from a KubeConfig.
+ * counter they share (`KubeRequests`, to be exported as Prometheus metrics), built from a KubeClient
+ * or a client-node KubeConfig.
  */
-import type { KubeConfig } from "@kubernetes/client-node";
 import { Context, type Duration, Layer } from "effect";
 import type { ResourceRef } from "../../reconcile/task-kind.ts";
 import { EventRecorder, makeEventRecorder } from "./event-recorder.ts";
+import type { KubeAccess } from "./kube-client-node.ts";
 import { RequestCounter } from "./request-metrics.ts";
 import { makeTaskWriter, type RetryPolicy, TaskWriter } from "./task-writer.ts";
 
@@ -15,7 +16,8 @@ export class KubeRequests extends Context.Service<KubeRequests, RequestCounter>(
 ) {}
 
 export interface KubernetesLayerOptions {
-  readonly kubeConfig: KubeConfig;
+  /** opstask's lean `KubeClient` (`loadKubeClient`) or a client-node `KubeConfig`. */
+  readonly kubeConfig: KubeAccess;
   readonly resource: ResourceRef;
   /** Share a counter with other clients (e.g. the informer); default: a new one. */
   readonly counter?: RequestCounter;

@@ -13,11 +13,12 @@
  * Transient failures (network, timeouts, 429, 5xx) are retried with a jittered exponential schedule; a
  * Conflict or NotFound comes back at once: the caller decides (re-read, drop, re-apply the result).
  */
-import { CustomObjectsApi, type KubeConfig, PatchStrategy } from "@kubernetes/client-node";
 import { Context, Duration, Effect, Schedule } from "effect";
 import { machineVersionAnnotation, type ResourceRef } from "../../reconcile/task-kind.ts";
-import { kubeRequest, type RequestSettings } from "./client.ts";
+import { apiPath } from "./api-path.ts";
+import { kubeRequest, mergePatch, type RequestSettings } from "./client.ts";
 import { isRetryable, KubeError } from "./errors.ts";
+import { type KubeAccess, kubeClientOf } from "./kube-client-node.ts";
 import { finalizersOf, isKubeObject, type KubeObject } from "./object.ts";
 import type { RequestCounter, Verb } from "./request-metrics.ts";
 
@@ -75,7 +76,7 @@ export const retrySchedule = (policy: RetryPolicy) =>
   );
 
 export interface TaskWriterOptions {
-  readonly kubeConfig: KubeConfig;
+  readonly kubeConfig: KubeAccess;
   readonly resource: ResourceRef;
   readonly counter: RequestCounter;
   readonly retry?: RetryPolicy;
@@ -95,20 +96,14 @@ const recreated = (target: WriteTarget, object: KubeObject): KubeError =>
   });
 
 export const makeTaskWriter = (options: TaskWriterOptions): TaskWriter["Service"] => {
-  const api = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  const client = kubeClientOf(options.kubeConfig);
   const settings: RequestSettings = {
     counter: options.counter,
     timeout: options.requestTimeout ?? Duration.seconds(30),
   };
   const schedule = retrySchedule(options.retry ?? defaultRetryPolicy);
-  const { group, version, plural } = options.resource;
-  const address = (target: WriteTarget) => ({
-    group,
-    version,
-    plural,
-    namespace: target.namespace,
-    name: target.name,
-  });
+  const objectPath = (target: WriteTarget, subresource?: string) =>
+    apiPath(options.resource, target.namespace, target.name, subresource);
 
   /** The object a write returned, checked to be ours. */
   const ownObject = (target: WriteTarget, verb: Verb, code: number, data: unknown) => {
@@ -118,20 +113,13 @@ export const makeTaskWriter = (options: TaskWriterOptions): TaskWriter["Service"
   };
 
   const patchMetadata = (target: WriteTarget, metadata: Record<string, unknown>) =>
-    kubeRequest(
-      settings,
-      "patch",
-      (clientOptions) =>
-        api.patchNamespacedCustomObjectWithHttpInfo(
-          {
-            ...address(target),
-            body: { metadata: { resourceVersion: target.resourceVersion, ...metadata } },
-          },
-          clientOptions,
-        ),
-      PatchStrategy.MergePatch,
-    ).pipe(
-      Effect.flatMap((info) => ownObject(target, "patch", info.httpStatusCode, info.data)),
+    kubeRequest(settings, "patch", client, {
+      method: "PATCH",
+      path: objectPath(target),
+      body: { metadata: { resourceVersion: target.resourceVersion, ...metadata } },
+      contentType: mergePatch,
+    }).pipe(
+      Effect.flatMap((response) => ownObject(target, "patch", response.status, response.body)),
       Effect.retry(schedule),
     );
 
@@ -150,34 +138,29 @@ export const makeTaskWriter = (options: TaskWriterOptions): TaskWriter["Service"
       }).pipe(Effect.withSpan("TaskWriter.removeFinalizer")),
 
     patchStatus: (target, patch) =>
-      kubeRequest(
-        settings,
-        "patch",
-        (clientOptions) =>
-          api.patchNamespacedCustomObjectStatusWithHttpInfo(
-            { ...address(target), body: { status: patch } },
-            clientOptions,
-          ),
-        PatchStrategy.MergePatch,
-      ).pipe(
+      kubeRequest(settings, "patch", client, {
+        method: "PATCH",
+        path: objectPath(target, "status"),
+        body: { status: patch },
+        contentType: mergePatch,
+      }).pipe(
         // The status subresource ignores metadata in the patch, so a UID cannot be a precondition here;
         // a re-created namesake is detected (after the fact) from the returned UID.
-        Effect.flatMap((info) => ownObject(target, "patch", info.httpStatusCode, info.data)),
+        Effect.flatMap((response) => ownObject(target, "patch", response.status, response.body)),
         Effect.retry(schedule),
         Effect.withSpan("TaskWriter.patchStatus"),
       ),
 
     deleteTask: (target) =>
-      kubeRequest(settings, "delete", (clientOptions) =>
-        api.deleteNamespacedCustomObjectWithHttpInfo(
-          { ...address(target), body: { preconditions: { uid: target.uid } } },
-          clientOptions,
-        ),
-      ).pipe(
+      kubeRequest(settings, "delete", client, {
+        method: "DELETE",
+        path: objectPath(target),
+        body: { preconditions: { uid: target.uid } },
+      }).pipe(
         Effect.retry(schedule),
         // An object removed at once comes back as a `Status`; one held by finalizers as the object.
-        Effect.map((info): KubeObject | undefined =>
-          isKubeObject(info.data) && finalizersOf(info.data).length > 0 ? info.data : undefined,
+        Effect.map((response): KubeObject | undefined =>
+          isKubeObject(response.body) && finalizersOf(response.body).length > 0 ? response.body : undefined,
         ),
         Effect.catchIf(
           (error) => error.reason === "NotFound" || error.reason === "Conflict",

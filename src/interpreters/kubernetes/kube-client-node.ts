@@ -1,0 +1,48 @@
+/**
+ * A `KubeClient` that authenticates through a client-node `KubeConfig`: whatever that KubeConfig can do
+ * (exec plugins, OIDC, cloud auth providers) applies to our requests, since it fills in the TLS options
+ * and headers of each one. Only types are imported from client-node: the caller already loaded it.
+ */
+import type { RequestOptions } from "node:https";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { isKubeClient, type KubeClient, makeKubeClient } from "./kube-client.ts";
+
+/** What the controller accepts as its cluster: opstask's lean client, or a client-node KubeConfig. */
+export type KubeAccess = KubeClient | KubeConfig;
+
+const asBuffer = (value: unknown): Buffer | undefined =>
+  Buffer.isBuffer(value) ? value : typeof value === "string" ? Buffer.from(value) : undefined;
+
+/** One client per KubeConfig, so that its requests share connections. */
+const clients = new WeakMap<KubeConfig, KubeClient>();
+
+export const kubeClientOf = (access: KubeAccess): KubeClient => {
+  if (isKubeClient(access)) return access;
+  const known = clients.get(access);
+  if (known !== undefined) return known;
+  const server = access.getCurrentCluster()?.server;
+  if (server === undefined || server === "")
+    throw new Error("the KubeConfig has no current cluster with a server; load a kubeconfig into it first");
+  const client = makeKubeClient({
+    server,
+    credentials: async () => {
+      const options: RequestOptions = { headers: {} };
+      await access.applyToHTTPSOptions(options);
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(options.headers ?? {}))
+        if (typeof value === "string") headers[name] = value;
+      if (typeof options.auth === "string" && headers.Authorization === undefined)
+        headers.Authorization = `Basic ${Buffer.from(options.auth).toString("base64")}`;
+      return {
+        ca: asBuffer(options.ca),
+        cert: asBuffer(options.cert),
+        key: asBuffer(options.key),
+        rejectUnauthorized: options.rejectUnauthorized,
+        servername: options.servername,
+        headers,
+      };
+    },
+  });
+  clients.set(access, client);
+  return client;
+};

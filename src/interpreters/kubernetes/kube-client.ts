@@ -1,0 +1,270 @@
+/**
+ * The controller's HTTP client for the kube-apiserver: JSON requests and watch streams over `node:https`
+ * with one keep-alive connection pool per TLS identity.
+ *
+ * Hand-written on purpose. client-node's `KubeConfig` module imports its whole generated API (every
+ * model and the ObjectSerializer): ~85 MB of RSS in a process that makes eight kinds of calls and reads
+ * every answer as plain JSON anyway. The controller needs the verbs, the paths, TLS and a bearer token;
+ * that is this file. Everything client-node knows beyond that (exec and auth-provider credentials,
+ * proxies, merged kubeconfigs) stays available: `kubeClientOf(kubeConfig)` sends through a client-node
+ * `KubeConfig`'s own authentication, and `loadKubeClient` falls back to it for such kubeconfigs.
+ */
+import http from "node:http";
+import https from "node:https";
+import { createInterface } from "node:readline";
+
+/** TLS settings and headers for the next request; asked before each (tokens rotate, credentials expire). */
+export interface Credentials {
+  readonly ca?: Buffer | undefined;
+  readonly cert?: Buffer | undefined;
+  readonly key?: Buffer | undefined;
+  readonly rejectUnauthorized?: boolean | undefined;
+  readonly servername?: string | undefined;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export interface KubeClientSource {
+  /** The apiserver's base URL, e.g. `https://10.0.0.1:443` (a path prefix is kept). */
+  readonly server: string;
+  readonly credentials: () => Promise<Credentials>;
+}
+
+export interface ApiRequest {
+  readonly method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
+  /** Absolute API path, e.g. `/apis/druid.gardener.cloud/v1alpha1/namespaces/ns/etcdopstasks/x`. */
+  readonly path: string;
+  readonly query?: Readonly<Record<string, string | number | boolean | undefined>>;
+  readonly body?: unknown;
+  /** Default `application/json`; merge patches say `application/merge-patch+json`. */
+  readonly contentType?: string;
+}
+
+export interface ApiResponse {
+  readonly status: number;
+  /** The parsed JSON body (a `Status` on errors), or the raw text when it is not JSON. */
+  readonly body: unknown;
+}
+
+/** A non-2xx answer or a failure before one arrived (`statusCode` 0). */
+export class ApiCallError extends Error {
+  readonly statusCode: number;
+  readonly body: unknown;
+  constructor(statusCode: number, message: string, body?: unknown, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "ApiCallError";
+    this.statusCode = statusCode;
+    this.body = body;
+  }
+}
+
+export interface KubeClient {
+  readonly _tag: "KubeClient";
+  readonly server: string;
+  /** One request; rejects with `ApiCallError` for any answer outside 2xx and for transport failures. */
+  readonly request: (request: ApiRequest, signal?: AbortSignal) => Promise<ApiResponse>;
+  /**
+   * A watch: `onEvent` for each event line, then `onDone` once (null: the server closed the stream).
+   * Resolves when the server answered 200, with the controller that ends the watch.
+   */
+  readonly watch: (
+    path: string,
+    query: ApiRequest["query"],
+    onEvent: (type: string, object: unknown) => void,
+    onDone: (error: unknown) => void,
+  ) => Promise<AbortController>;
+  /** Closes idle kept-alive connections (the process can exit without waiting for them). */
+  readonly close: () => void;
+}
+
+export const isKubeClient = (value: unknown): value is KubeClient =>
+  typeof value === "object" && value !== null && Reflect.get(value, "_tag") === "KubeClient";
+
+const queryString = (query: ApiRequest["query"]): string => {
+  if (query === undefined) return "";
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+  const text = params.toString();
+  return text === "" ? "" : `?${text}`;
+};
+
+/** The `message` of a `Status` body, else the start of the text. */
+const statusMessage = (body: unknown, status: number): string => {
+  if (typeof body === "object" && body !== null) {
+    const message: unknown = Reflect.get(body, "message");
+    if (typeof message === "string") return message;
+  }
+  if (typeof body === "string" && body.trim() !== "") return body.slice(0, 1000);
+  return `HTTP ${status}`;
+};
+
+const parseBody = (text: string): unknown => {
+  if (text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+};
+
+const credentialKey = (server: string, c: Credentials): string =>
+  [
+    server,
+    c.ca?.toString("base64"),
+    c.cert?.toString("base64"),
+    c.key?.toString("base64"),
+    c.rejectUnauthorized,
+    c.servername,
+  ]
+    .map((part) => (part === undefined ? "-" : String(part)))
+    .join("\0");
+
+export const makeKubeClient = (source: KubeClientSource): KubeClient => {
+  const base = new URL(source.server.endsWith("/") ? source.server : `${source.server}/`);
+  const secure = base.protocol === "https:";
+  const prefix = base.pathname.replace(/\/$/, "");
+  // One pool per TLS identity: a rotated client certificate gets fresh connections, the old pool drains.
+  const agents = new Map<string, http.Agent>();
+  const agentFor = (credentials: Credentials): http.Agent => {
+    const key = credentialKey(source.server, credentials);
+    let agent = agents.get(key);
+    if (agent === undefined) {
+      for (const old of agents.values()) old.destroy();
+      agents.clear();
+      agent = secure
+        ? new https.Agent({
+            keepAlive: true,
+            ...(credentials.ca === undefined ? {} : { ca: credentials.ca }),
+            ...(credentials.cert === undefined ? {} : { cert: credentials.cert }),
+            ...(credentials.key === undefined ? {} : { key: credentials.key }),
+            ...(credentials.rejectUnauthorized === undefined
+              ? {}
+              : { rejectUnauthorized: credentials.rejectUnauthorized }),
+            ...(credentials.servername === undefined ? {} : { servername: credentials.servername }),
+          })
+        : new http.Agent({ keepAlive: true });
+      agents.set(key, agent);
+    }
+    return agent;
+  };
+
+  /** Sends a request; resolves with the response once its headers arrived. */
+  const send = async (
+    request: ApiRequest,
+    signal: AbortSignal | undefined,
+  ): Promise<http.IncomingMessage> => {
+    const credentials = await source.credentials();
+    signal?.throwIfAborted();
+    const payload =
+      request.body === undefined
+        ? undefined
+        : Buffer.from(typeof request.body === "string" ? request.body : JSON.stringify(request.body));
+    const headers: Record<string, string> = {
+      Accept: "application/json",
+      ...credentials.headers,
+      ...(payload === undefined
+        ? {}
+        : {
+            "Content-Type": request.contentType ?? "application/json",
+            "Content-Length": String(payload.length),
+          }),
+    };
+    const url = new URL(`${prefix}${request.path}${queryString(request.query)}`, base);
+    const transport = secure ? https : http;
+    return new Promise((resolve, reject) => {
+      const outgoing = transport.request(url, {
+        method: request.method,
+        headers,
+        agent: agentFor(credentials),
+        ...(signal === undefined ? {} : { signal }),
+      });
+      outgoing.once("response", resolve);
+      outgoing.on("error", (error) =>
+        reject(
+          new ApiCallError(0, `${request.method} ${request.path}: ${error.message}`, undefined, {
+            cause: error,
+          }),
+        ),
+      );
+      outgoing.end(payload);
+    });
+  };
+
+  const readText = (response: http.IncomingMessage): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.once("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+      response.on("error", (error) =>
+        reject(new ApiCallError(0, `reading the answer: ${error.message}`, undefined, { cause: error })),
+      );
+    });
+
+  const failure = async (response: http.IncomingMessage): Promise<ApiCallError> => {
+    const status = response.statusCode ?? 0;
+    const body = parseBody(await readText(response).catch(() => ""));
+    return new ApiCallError(status, statusMessage(body, status), body);
+  };
+
+  return {
+    _tag: "KubeClient",
+    server: source.server,
+    request: async (request, signal) => {
+      const response = await send(request, signal);
+      const status = response.statusCode ?? 0;
+      if (status < 200 || status > 299) throw await failure(response);
+      return { status, body: parseBody(await readText(response)) };
+    },
+    watch: async (path, query, onEvent, onDone) => {
+      const controller = new AbortController();
+      const response = await send(
+        { method: "GET", path, query: { ...query, watch: true } },
+        controller.signal,
+      );
+      const status = response.statusCode ?? 0;
+      if (status !== 200) throw await failure(response);
+      let done = false;
+      const finish = (error: unknown) => {
+        if (done) return;
+        done = true;
+        lines.close();
+        onDone(error);
+      };
+      const lines = createInterface({ input: response, crlfDelay: Number.POSITIVE_INFINITY });
+      lines.on("line", (line) => {
+        if (done || line.trim() === "") return;
+        let event: unknown;
+        try {
+          event = JSON.parse(line);
+        } catch (error) {
+          finish(
+            new ApiCallError(
+              0,
+              `watch ${path}: an event that is not JSON: ${line.slice(0, 200)}`,
+              undefined,
+              { cause: error },
+            ),
+          );
+          controller.abort();
+          return;
+        }
+        const type: unknown =
+          typeof event === "object" && event !== null ? Reflect.get(event, "type") : undefined;
+        const object: unknown =
+          typeof event === "object" && event !== null ? Reflect.get(event, "object") : undefined;
+        onEvent(typeof type === "string" ? type : "", object);
+      });
+      // readline re-emits its input's errors (a reset connection: "aborted") on the interface.
+      lines.on("error", (error) => finish(controller.signal.aborted ? null : error));
+      response.once("end", () => finish(null));
+      response.on("error", (error) => finish(controller.signal.aborted ? null : error));
+      response.once("close", () =>
+        finish(controller.signal.aborted ? null : new ApiCallError(0, `watch ${path}: connection closed`)),
+      );
+      return controller;
+    },
+    close: () => {
+      for (const agent of agents.values()) agent.destroy();
+      agents.clear();
+    },
+  };
+};

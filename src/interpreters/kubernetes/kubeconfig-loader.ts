@@ -1,0 +1,193 @@
+/**
+ * Where the controller finds its cluster, as kubectl and client-go do: an explicit kubeconfig path, else
+ * in-cluster (the pod's service account) when running in a pod, else `$KUBECONFIG`, else
+ * `~/.kube/config`.
+ *
+ * Read here without client-node (see kube-client.ts for why) for what a controller meets in practice:
+ * the service account, bearer tokens (inline or file), client certificates, CA data or files,
+ * insecure-skip-tls-verify, tls-server-name, basic auth, impersonation. A kubeconfig that needs more
+ * (exec or auth-provider credentials, a proxy-url, several files in `$KUBECONFIG`) is handed to
+ * client-node's `KubeConfig`, loaded only then, so nothing a user's kubeconfig does stops working.
+ */
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, isAbsolute, join } from "node:path";
+import { parse } from "yaml";
+import { type Credentials, type KubeClient, makeKubeClient } from "./kube-client.ts";
+import { kubeClientOf } from "./kube-client-node.ts";
+
+/** A kubeconfig that cannot be used; `message` names the file, the field and what to do. */
+export class KubeconfigError extends Error {
+  override readonly name = "KubeconfigError";
+}
+
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+/** client-go re-reads a token file at most once a minute: bound service-account tokens rotate. */
+const tokenFileTtlMs = 60_000;
+
+type Fields = Readonly<Record<string, unknown>>;
+
+const asFields = (value: unknown): Fields | undefined =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Fields) : undefined;
+
+const text = (fields: Fields | undefined, name: string): string | undefined => {
+  const value = fields?.[name];
+  return typeof value === "string" && value !== "" ? value : undefined;
+};
+
+/** A token read from a file, re-read when older than a minute. */
+const tokenFile = (path: string): (() => string) => {
+  let token = "";
+  let readAt = Number.NEGATIVE_INFINITY;
+  return () => {
+    if (Date.now() - readAt >= tokenFileTtlMs) {
+      token = readFileSync(path, "utf8").trim();
+      readAt = Date.now();
+    }
+    return token;
+  };
+};
+
+/** In-cluster: the API server's service address and the pod's service-account token and CA. */
+export const inClusterClient = (dir = serviceAccountDir): KubeClient => {
+  const host = process.env.KUBERNETES_SERVICE_HOST;
+  const port = process.env.KUBERNETES_SERVICE_PORT ?? "443";
+  if (host === undefined || host === "")
+    throw new KubeconfigError("in-cluster: KUBERNETES_SERVICE_HOST is not set (not running in a pod?)");
+  const ca = readFileSync(join(dir, "ca.crt"));
+  const token = tokenFile(join(dir, "token"));
+  token();
+  const server = `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  return makeKubeClient({
+    server,
+    credentials: async () => ({ ca, headers: { Authorization: `Bearer ${token()}` } }),
+  });
+};
+
+/** The named entry of a kubeconfig list (`clusters`, `users`, `contexts`). */
+const entry = (config: Fields, list: string, name: string | undefined, inner: string): Fields | undefined => {
+  const items = config[list];
+  if (!Array.isArray(items)) return undefined;
+  for (const item of items) {
+    const fields = asFields(item);
+    if (fields !== undefined && fields.name === name) return asFields(fields[inner]);
+  }
+  return undefined;
+};
+
+/** Needs client-node: credential plugins, auth providers, proxies. */
+const needsClientNode = (cluster: Fields, user: Fields | undefined): string | undefined => {
+  if (user?.exec !== undefined) return "users[].user.exec";
+  if (user?.["auth-provider"] !== undefined) return "users[].user.auth-provider";
+  if (cluster["proxy-url"] !== undefined) return "clusters[].cluster.proxy-url";
+  return undefined;
+};
+
+/** The client for a kubeconfig's current context, or undefined when client-node must read it. */
+export const clientFromKubeconfigText = (source: string, path: string): KubeClient | undefined => {
+  const config = asFields(parse(source));
+  if (config === undefined) throw new KubeconfigError(`${path}: not a kubeconfig (expected a YAML mapping)`);
+  const contextName = text(config, "current-context");
+  if (contextName === undefined)
+    throw new KubeconfigError(
+      `${path}: current-context is not set; set it with \`kubectl config use-context NAME\``,
+    );
+  const context = entry(config, "contexts", contextName, "context");
+  if (context === undefined)
+    throw new KubeconfigError(`${path}: current-context "${contextName}" is not in contexts[]`);
+  const clusterName = text(context, "cluster");
+  const cluster = entry(config, "clusters", clusterName, "cluster");
+  if (cluster === undefined)
+    throw new KubeconfigError(
+      `${path}: contexts[${contextName}].cluster "${clusterName ?? ""}" is not in clusters[]`,
+    );
+  const userName = text(context, "user");
+  const user = userName === undefined ? undefined : entry(config, "users", userName, "user");
+  if (userName !== undefined && user === undefined)
+    throw new KubeconfigError(`${path}: contexts[${contextName}].user "${userName}" is not in users[]`);
+  if (needsClientNode(cluster, user) !== undefined) return undefined;
+
+  const server = text(cluster, "server");
+  if (server === undefined)
+    throw new KubeconfigError(`${path}: clusters[${clusterName}].cluster.server is empty`);
+  const dir = dirname(path);
+  const file = (name: string) => (isAbsolute(name) ? name : join(dir, name));
+  /** `<field>-data` (base64) or `<field>` (a file, relative to the kubeconfig). */
+  const bytes = (fields: Fields | undefined, field: string): Buffer | undefined => {
+    const data = text(fields, `${field}-data`);
+    if (data !== undefined) return Buffer.from(data, "base64");
+    const name = text(fields, field);
+    return name === undefined ? undefined : readFileSync(file(name));
+  };
+  const ca = bytes(cluster, "certificate-authority");
+  const cert = bytes(user, "client-certificate");
+  const key = bytes(user, "client-key");
+  const insecure = cluster["insecure-skip-tls-verify"] === true;
+  const servername = text(cluster, "tls-server-name");
+  const staticToken = text(user, "token");
+  const tokenPath = text(user, "tokenFile");
+  const token =
+    staticToken !== undefined
+      ? () => staticToken
+      : tokenPath === undefined
+        ? undefined
+        : tokenFile(file(tokenPath));
+  const username = text(user, "username");
+  const basic =
+    username === undefined
+      ? undefined
+      : `Basic ${Buffer.from(`${username}:${text(user, "password") ?? ""}`).toString("base64")}`;
+  const impersonate = text(user, "as");
+  token?.();
+
+  return makeKubeClient({
+    server,
+    credentials: async (): Promise<Credentials> => {
+      const bearer = token?.();
+      const authorization = bearer !== undefined && bearer !== "" ? `Bearer ${bearer}` : basic;
+      return {
+        ca,
+        cert,
+        key,
+        ...(insecure ? { rejectUnauthorized: false } : {}),
+        servername,
+        headers: {
+          ...(authorization === undefined ? {} : { Authorization: authorization }),
+          ...(impersonate === undefined ? {} : { "Impersonate-User": impersonate }),
+        },
+      };
+    },
+  });
+};
+
+/** client-node reads what opstask does not (see the file comment); loaded only for such a kubeconfig. */
+const viaClientNode = async (load: (kubeConfig: import("@kubernetes/client-node").KubeConfig) => void) => {
+  const { KubeConfig } = await import("@kubernetes/client-node");
+  const kubeConfig = new KubeConfig();
+  load(kubeConfig);
+  return kubeClientOf(kubeConfig);
+};
+
+const readKubeconfig = async (path: string): Promise<KubeClient> => {
+  let source: string;
+  try {
+    source = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new KubeconfigError(
+      `kubeconfig ${path} cannot be read: ${error instanceof Error ? error.message : String(error)}; pass --kubeconfig PATH or set KUBECONFIG`,
+    );
+  }
+  return clientFromKubeconfigText(source, path) ?? (await viaClientNode((kc) => kc.loadFromFile(path)));
+};
+
+/**
+ * The client for `path` when given; else in-cluster inside a pod, else `$KUBECONFIG`, else
+ * `~/.kube/config`. Rejects with a `KubeconfigError` that says which file and field is wrong.
+ */
+export const loadKubeClient = async (path?: string): Promise<KubeClient> => {
+  if (path !== undefined && path !== "") return readKubeconfig(path);
+  if (process.env.KUBERNETES_SERVICE_HOST !== undefined) return inClusterClient();
+  const fromEnv = (process.env.KUBECONFIG ?? "").split(":").filter((p) => p !== "");
+  if (fromEnv.length > 1) return viaClientNode((kc) => kc.loadFromDefault());
+  return readKubeconfig(fromEnv[0] ?? join(homedir(), ".kube", "config"));
+};
