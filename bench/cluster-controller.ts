@@ -3,17 +3,18 @@
  * `startController` does, but with a configurable concurrency and handlers that keep no records) in a
  * process of its own, so that its memory and CPU figures are the controller's alone.
  *
- *   node bench/cluster-controller.ts <kubeconfig> <namespace> <concurrency> <reuse|as-is>
- *   (forked with an IPC channel; `reuse` applies the connection-reuse workaround of cluster-support.ts)
+ *   node bench/cluster-controller.ts <kubeconfig> <namespace> <concurrency>   (forked with an IPC channel)
+ *
+ * It imports what `opstask controller` imports (no client-node), so that its memory is the binary's.
  *
  * Parent → child: start | sample (memory, CPU, request counts, controller stats) | stop.
  */
-import { KubeConfig } from "@kubernetes/client-node";
 import { Effect, Exit, Layer, Logger, References, Scope } from "effect";
 import type { EtcdOpsTask } from "../src/api/etcdopstask.ts";
 import { etcdOpsTaskKind } from "../src/api/etcdopstask-kind.ts";
 import type { HandlerRegistry, TaskHandler } from "../src/handlers/handler.ts";
 import type { KubeError } from "../src/interpreters/kubernetes/errors.ts";
+import { loadKubeClient } from "../src/interpreters/kubernetes/kubeconfig-loader.ts";
 import { kubernetesLayer } from "../src/interpreters/kubernetes/layer.ts";
 import { RequestCounter } from "../src/interpreters/kubernetes/request-metrics.ts";
 import { TaskWriter, type WriteTarget } from "../src/interpreters/kubernetes/task-writer.ts";
@@ -21,9 +22,8 @@ import type { PhaseOutcome } from "../src/machine/types.ts";
 import { lifecycleConfig } from "../src/reconcile/defaults.ts";
 import { type ControllerHandle, runController } from "../src/runtime/controller.ts";
 import { asParentMessage, type ChildMessage, type Memory, type Sample } from "./cluster-protocol.ts";
-import { reuseConnections } from "./cluster-support.ts";
 
-const [kubeconfigPath, namespace, concurrencyArg, connections] = process.argv.slice(2);
+const [kubeconfigPath, namespace, concurrencyArg] = process.argv.slice(2);
 if (kubeconfigPath === undefined || namespace === undefined || concurrencyArg === undefined) {
   throw new Error("usage: cluster-controller.ts <kubeconfig> <namespace> <concurrency>");
 }
@@ -145,9 +145,7 @@ const sample = (gc: boolean): Sample => {
 };
 
 const start = async (): Promise<void> => {
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromFile(kubeconfigPath);
-  if (connections === "reuse") reuseConnections(kubeConfig);
+  const kubeConfig = await loadKubeClient(kubeconfigPath);
   const layer = Layer.mergeAll(
     kubernetesLayer({ kubeConfig, resource: etcdOpsTaskKind.resource, counter }),
     Logger.layer([collector]),

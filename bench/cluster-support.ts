@@ -74,20 +74,16 @@ export class ControllerProcess {
   /** The first sample, before the controller started (the bare process with everything imported). */
   readonly loaded: Promise<Sample>;
 
-  constructor(kubeconfigPath: string, namespace: string, concurrency: number, reuse: boolean) {
-    this.#child = fork(
-      childEntry,
-      [kubeconfigPath, namespace, String(concurrency), reuse ? "reuse" : "as-is"],
-      {
-        // OPSTASK_BENCH_CHILD_NODE_ARGS: extra Node flags for the controller process (e.g. --cpu-prof).
-        execArgv: [
-          ...process.execArgv,
-          "--expose-gc",
-          ...(process.env.OPSTASK_BENCH_CHILD_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""),
-        ],
-        stdio: ["ignore", "inherit", "inherit", "ipc"],
-      },
-    );
+  constructor(kubeconfigPath: string, namespace: string, concurrency: number) {
+    this.#child = fork(childEntry, [kubeconfigPath, namespace, String(concurrency)], {
+      // OPSTASK_BENCH_CHILD_NODE_ARGS: extra Node flags for the controller process (e.g. --cpu-prof).
+      execArgv: [
+        ...process.execArgv,
+        "--expose-gc",
+        ...(process.env.OPSTASK_BENCH_CHILD_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""),
+      ],
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
     this.#child.on("message", (raw: unknown) => {
       const message = asChildMessage(raw);
       if (message === undefined) return;

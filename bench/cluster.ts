@@ -15,11 +15,9 @@
  *
  * Run: scripts/bench cluster [--tasks N] [--concurrency C[,C…]] [--cache-tasks M] [--delete-tasks D]
  *                            [--idle-seconds S] [--in-flight F] [--cache-mode settled|process]
- *                            [--reuse-connections]
  * Defaults: N 1,000, C 3, M 10,000 (settled), D 100, S 30, F 20; about 6 minutes on 2 CPUs.
- * The controller reuses API connections itself (src/interpreters/kubernetes/shared-connections.ts);
- * `--reuse-connections` additionally applies the benchmark's own pooling (cluster-support.ts
- * `reuseConnections`), kept to compare the two. Diagnostics: OPSTASK_BENCH_TRACE=1 adds the
+ * The controller loads its kubeconfig as `opstask controller` does (`loadKubeClient`: node:https, one
+ * keep-alive pool). Diagnostics: OPSTASK_BENCH_TRACE=1 adds the
  * controller's pass logs to the traces of tasks with a failed write; OPSTASK_BENCH_CHILD_NODE_ARGS
  * passes Node flags to the controller process (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
  */
@@ -67,8 +65,6 @@ const params = {
   deleteTasks: intArg("delete-tasks", 100),
   idleSeconds: intArg("idle-seconds", 30),
   inFlight: Math.max(1, intArg("in-flight", 20)),
-  /** Run the controller with the connection-reuse workaround (cluster-support.ts `reuseConnections`). */
-  reuse: process.argv.includes("--reuse-connections"),
   /**
    * settled: the cached tasks are created as the controller leaves a Succeeded task (copied from one
    * it ran), so the controller only loads and looks at them; process: created new, with no controller
@@ -198,7 +194,7 @@ const runAtConcurrency = async (plane: ControlPlane, c: number): Promise<void> =
   const watch = new TaskWatch(kc, namespace);
   watches.push(watch);
   await watch.start();
-  const controller = new ControllerProcess(plane.kubeconfigPath, namespace, c, params.reuse);
+  const controller = new ControllerProcess(plane.kubeconfigPath, namespace, c);
   try {
     await controller.loaded;
     const startMs = await controller.start();
@@ -331,7 +327,7 @@ const runMemory = async (plane: ControlPlane, c: number): Promise<void> => {
   );
   const createdMs = performance.now() - t0;
   if (created.failures > 0) results.problems.push(`memory: ${created.failures} create attempts failed`);
-  const controller = new ControllerProcess(plane.kubeconfigPath, namespace, c, params.reuse);
+  const controller = new ControllerProcess(plane.kubeconfigPath, namespace, c);
   try {
     const baseline = await controller.loaded;
     progress(`memory: starting the controller on them (${mode})`);
@@ -450,12 +446,7 @@ table(
       "controller settings",
       "as test/support/controller.ts (requeue 5 s, backoff cap 5 s), in a child process",
     ],
-    [
-      "controller's HTTP connections",
-      params.reuse
-        ? "one shared pool (workaround `--reuse-connections`)"
-        : "client-node as is (a new undici Agent per request)",
-    ],
+    ["controller's HTTP connections", "opstask's KubeClient (node:https, one keep-alive pool)"],
     ["benchmark's own client", "one shared connection pool"],
     ["control plane", `kube-apiserver + etcd on 127.0.0.1, started in ${seconds(plane.startupMs)} s`],
     [

@@ -146,8 +146,8 @@ interface Entry {
   object: KubeObject;
   /** The resourceVersion of the last list item or watch event for this object ("" if none yet). */
   delivered: string;
-  /** resourceVersions of our own writes not yet seen on the watch. */
-  readonly own: Set<string>;
+  /** resourceVersions of our own writes not yet seen on the watch (absent: none; most entries). */
+  own?: Set<string> | undefined;
 }
 
 type SessionEnd =
@@ -223,11 +223,13 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
 
     /** Forgets own writes the watch has now passed. */
     const pruneOwn = (entry: Entry, seen: string): void => {
-      for (const written of entry.own) {
+      const own = entry.own;
+      if (own === undefined) return;
+      for (const written of own) {
         const order = compareResourceVersions(written, seen);
-        if (order === -1 || order === 0) entry.own.delete(written);
+        if (order === -1 || order === 0) own.delete(written);
       }
-      if (entry.own.size > maxOwnWrites) entry.own.clear();
+      if (own.size === 0 || own.size > maxOwnWrites) entry.own = undefined;
     };
 
     /** A list item, or a watch ADDED/MODIFIED. */
@@ -236,13 +238,13 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       const version = object.metadata.resourceVersion;
       const entry = cache.get(key);
       if (entry === undefined) {
-        cache.set(key, { object, delivered: version, own: new Set() });
+        cache.set(key, { object, delivered: version });
         emit("ADDED", object);
         return;
       }
       if (entry.object.metadata.uid !== object.metadata.uid) {
         // Only a relist can show a re-created namesake without the DELETED of the old one.
-        cache.set(key, { object, delivered: version, own: new Set() });
+        cache.set(key, { object, delivered: version });
         emit("DELETED", entry.object);
         emit("ADDED", object);
         return;
@@ -252,7 +254,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       entry.delivered = version;
       const versusCached = compareResourceVersions(version, entry.object.metadata.resourceVersion);
       if (versusCached === 1 || versusCached === undefined) entry.object = object;
-      const echo = entry.own.has(version);
+      const echo = entry.own?.has(version) === true;
       pruneOwn(entry, version);
       if (echo && suppressEchoes) return;
       emit("MODIFIED", entry.object);
@@ -527,8 +529,9 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
         const order = compareResourceVersions(version, entry.object.metadata.resourceVersion);
         if (order === 0 || order === -1) return false;
         entry.object = object;
+        entry.own ??= new Set();
         entry.own.add(version);
-        if (entry.own.size > maxOwnWrites) entry.own.clear();
+        if (entry.own.size > maxOwnWrites) entry.own = undefined;
         return true;
       },
       restartWatch: Effect.suspend(() => Deferred.succeed(restartSignal, undefined)).pipe(Effect.asVoid),

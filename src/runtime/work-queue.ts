@@ -13,21 +13,11 @@
  * - `shutdown` (also run when the scope closes): stop taking keys and firing timers, let the runs in
  *   flight finish for up to `shutdownTimeout`, then interrupt them. Waiting keys are dropped.
  *
+ * Timers are one due time per key (due-times.ts) and a single fiber sleeping until the earliest.
  * Time comes from Effect's Clock, so tests run it under TestClock.
  */
-import {
-  Cause,
-  Clock,
-  Deferred,
-  Duration,
-  Effect,
-  Fiber,
-  FiberMap,
-  Option,
-  Queue,
-  Result,
-  type Scope,
-} from "effect";
+import { Cause, Clock, Deferred, Duration, Effect, Fiber, Option, Queue, Result, type Scope } from "effect";
+import { DueTimes } from "./due-times.ts";
 
 export interface WorkQueueOptions<E, R> {
   /** Workers, i.e. keys processed at once (at least 1). */
@@ -99,10 +89,11 @@ export const makeWorkQueue = <E, R>(
     /** Keys that must run (again): waiting in `ready`, or marked while processing. Value: first add time. */
     const dirty = new Map<string, number>();
     const processing = new Set<string>();
-    const timers = yield* FiberMap.make<string>();
-    /** The serial of each key's pending timer. */
-    const pending = new Map<string, number>();
-    let timerSerial = 0;
+    /** Each key's pending `addAfter` time. */
+    const pending = new DueTimes();
+    /** Completed to wake the timer fiber early (a timer due before the one it sleeps for). */
+    let wake = yield* Deferred.make<void>();
+    let wakeAt = Number.POSITIVE_INFINITY;
     let stopping = false;
     const stopped = yield* Deferred.make<void>();
     const timeout = options.shutdownTimeout ?? Duration.seconds(30);
@@ -129,26 +120,34 @@ export const makeWorkQueue = <E, R>(
         if (!processing.has(key)) Queue.offerUnsafe(ready, key);
       });
 
-    const cancelAfter = (key: string): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        pending.delete(key);
-        return FiberMap.remove(timers, key);
-      });
+    const cancelAfter = (key: string): Effect.Effect<void> => Effect.sync(() => pending.delete(key));
 
     const addAfter = (key: string, delay: Duration.Input): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        if (stopping) return Effect.void;
+      Effect.gen(function* () {
+        if (stopping) return;
         const ms = Duration.toMillis(Duration.fromInputUnsafe(delay));
-        if (!(ms > 0)) return cancelAfter(key).pipe(Effect.andThen(add(key)));
-        timerSerial += 1;
-        const serial = timerSerial;
-        pending.set(key, serial);
-        const fire = Effect.suspend(() => {
-          if (pending.get(key) === serial) pending.delete(key);
-          return add(key);
-        });
-        return FiberMap.run(timers, key, Effect.sleep(ms).pipe(Effect.andThen(fire))).pipe(Effect.asVoid);
+        if (!(ms > 0)) {
+          pending.delete(key);
+          return yield* add(key);
+        }
+        const at = (yield* Clock.currentTimeMillis) + ms;
+        pending.set(key, at);
+        if (at < wakeAt) yield* Deferred.succeed(wake, undefined);
       });
+
+    /** Sleeps until the earliest due time (or a wake-up), then adds the keys that are due. */
+    const timer = Effect.gen(function* () {
+      for (;;) {
+        wake = yield* Deferred.make<void>();
+        const now = yield* Clock.currentTimeMillis;
+        for (const key of pending.takeDue(now)) yield* add(key);
+        const next = pending.next();
+        wakeAt = next ?? Number.POSITIVE_INFINITY;
+        yield* next === undefined
+          ? Deferred.await(wake)
+          : Effect.raceFirst(Effect.sleep(next - now), Deferred.await(wake));
+      }
+    });
 
     const runOne = (key: string) =>
       Effect.gen(function* () {
@@ -187,6 +186,7 @@ export const makeWorkQueue = <E, R>(
       }
     });
 
+    const timerFiber = yield* Effect.forkScoped(timer);
     const workers: Array<Fiber.Fiber<void>> = [];
     for (let i = 0; i < Math.max(1, Math.floor(options.concurrency)); i += 1) {
       workers.push(yield* Effect.forkScoped(worker));
@@ -197,7 +197,7 @@ export const makeWorkQueue = <E, R>(
       stopping = true;
       pending.clear();
       return Effect.gen(function* () {
-        yield* FiberMap.clear(timers);
+        yield* Fiber.interrupt(timerFiber);
         yield* Queue.clear(ready);
         yield* Queue.end(ready);
         const finished = yield* Effect.timeoutOption(Fiber.awaitAll(workers), timeout);

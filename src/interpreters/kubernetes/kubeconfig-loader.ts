@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
 import { parse } from "yaml";
-import { type Credentials, type KubeClient, makeKubeClient } from "./kube-client.ts";
+import { type Credentials, type KubeClient, type KubeClientSource, makeKubeClient } from "./kube-client.ts";
 import { kubeClientOf } from "./kube-client-node.ts";
 
 /** A kubeconfig that cannot be used; `message` names the file, the field and what to do. */
@@ -49,7 +49,7 @@ const tokenFile = (path: string): (() => string) => {
 };
 
 /** In-cluster: the API server's service address and the pod's service-account token and CA. */
-export const inClusterClient = (dir = serviceAccountDir): KubeClient => {
+export const inClusterSource = (dir = serviceAccountDir): KubeClientSource => {
   const host = process.env.KUBERNETES_SERVICE_HOST;
   const port = process.env.KUBERNETES_SERVICE_PORT ?? "443";
   if (host === undefined || host === "")
@@ -58,10 +58,7 @@ export const inClusterClient = (dir = serviceAccountDir): KubeClient => {
   const token = tokenFile(join(dir, "token"));
   token();
   const server = `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
-  return makeKubeClient({
-    server,
-    credentials: async () => ({ ca, headers: { Authorization: `Bearer ${token()}` } }),
-  });
+  return { server, credentials: async () => ({ ca, headers: { Authorization: `Bearer ${token()}` } }) };
 };
 
 /** The named entry of a kubeconfig list (`clusters`, `users`, `contexts`). */
@@ -83,8 +80,8 @@ const needsClientNode = (cluster: Fields, user: Fields | undefined): string | un
   return undefined;
 };
 
-/** The client for a kubeconfig's current context, or undefined when client-node must read it. */
-export const clientFromKubeconfigText = (source: string, path: string): KubeClient | undefined => {
+/** Server and credentials of a kubeconfig's current context, or undefined when client-node must read it. */
+export const kubeconfigSource = (source: string, path: string): KubeClientSource | undefined => {
   const config = asFields(parse(source));
   if (config === undefined) throw new KubeconfigError(`${path}: not a kubeconfig (expected a YAML mapping)`);
   const contextName = text(config, "current-context");
@@ -140,7 +137,7 @@ export const clientFromKubeconfigText = (source: string, path: string): KubeClie
   const impersonate = text(user, "as");
   token?.();
 
-  return makeKubeClient({
+  return {
     server,
     credentials: async (): Promise<Credentials> => {
       const bearer = token?.();
@@ -157,7 +154,7 @@ export const clientFromKubeconfigText = (source: string, path: string): KubeClie
         },
       };
     },
-  });
+  };
 };
 
 /** client-node reads what opstask does not (see the file comment); loaded only for such a kubeconfig. */
@@ -177,7 +174,8 @@ const readKubeconfig = async (path: string): Promise<KubeClient> => {
       `kubeconfig ${path} cannot be read: ${error instanceof Error ? error.message : String(error)}; pass --kubeconfig PATH or set KUBECONFIG`,
     );
   }
-  return clientFromKubeconfigText(source, path) ?? (await viaClientNode((kc) => kc.loadFromFile(path)));
+  const parsed = kubeconfigSource(source, path);
+  return parsed === undefined ? viaClientNode((kc) => kc.loadFromFile(path)) : makeKubeClient(parsed);
 };
 
 /**
@@ -186,7 +184,7 @@ const readKubeconfig = async (path: string): Promise<KubeClient> => {
  */
 export const loadKubeClient = async (path?: string): Promise<KubeClient> => {
   if (path !== undefined && path !== "") return readKubeconfig(path);
-  if (process.env.KUBERNETES_SERVICE_HOST !== undefined) return inClusterClient();
+  if (process.env.KUBERNETES_SERVICE_HOST !== undefined) return makeKubeClient(inClusterSource());
   const fromEnv = (process.env.KUBECONFIG ?? "").split(":").filter((p) => p !== "");
   if (fromEnv.length > 1) return viaClientNode((kc) => kc.loadFromDefault());
   return readKubeconfig(fromEnv[0] ?? join(homedir(), ".kube", "config"));
