@@ -9,7 +9,12 @@
  *
  * Parent → child: start | sample (memory, CPU, request counts, controller stats) | stop.
  */
-import { Effect, Exit, Layer, Logger, References, Scope } from "effect";
+import * as Effect from "effect/Effect";
+import * as Exit from "effect/Exit";
+import * as Layer from "effect/Layer";
+import * as Logger from "effect/Logger";
+import * as References from "effect/References";
+import * as Scope from "effect/Scope";
 import type { EtcdOpsTask } from "../src/api/etcdopstask.ts";
 import { etcdOpsTaskKind } from "../src/api/etcdopstask-kind.ts";
 import type { HandlerRegistry, TaskHandler } from "../src/handlers/handler.ts";

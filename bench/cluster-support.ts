@@ -2,8 +2,8 @@
  * Helpers of bench/cluster.ts: the controller in a child process, a watch of the benchmark's own that
  * times every task, a paced creator, and small figures helpers.
  */
+
 import { type ChildProcess, fork } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import {
   CustomObjectsApi,
   type KubeConfig,
@@ -14,6 +14,7 @@ import {
 } from "@kubernetes/client-node";
 import type { RequestCount } from "../src/interpreters/kubernetes/request-metrics.ts";
 import { asChildMessage, type ChildMessage, type ParentMessage, type Sample } from "./cluster-protocol.ts";
+import { compileControllerEntry, deployedEnv } from "./deployed-process.ts";
 
 export const taskResource = { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcdopstasks" };
 
@@ -64,7 +65,8 @@ export const reuseConnections = (kubeConfig: KubeConfig): void => {
 
 // ---- the controller in a child process -----------------------------------------------------------
 
-const childEntry = fileURLToPath(new URL("./cluster-controller.ts", import.meta.url));
+/** Compiled once per benchmark run (bench/deployed-process.ts). */
+let childEntry: string | undefined;
 
 export class ControllerProcess {
   readonly #child: ChildProcess;
@@ -74,14 +76,26 @@ export class ControllerProcess {
   /** The first sample, before the controller started (the bare process with everything imported). */
   readonly loaded: Promise<Sample>;
 
-  constructor(kubeconfigPath: string, namespace: string, concurrency: number) {
+  /** NODE_OPTIONS of the process. */
+  readonly nodeOptions: string;
+
+  /** `nodeOptions`: instead of the Deployment's NODE_OPTIONS. */
+  constructor(kubeconfigPath: string, namespace: string, concurrency: number, nodeOptions?: string) {
+    childEntry ??= compileControllerEntry();
+    const env = {
+      ...process.env,
+      ...deployedEnv(),
+      ...(nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions }),
+    };
+    this.nodeOptions = env.NODE_OPTIONS ?? "";
     this.#child = fork(childEntry, [kubeconfigPath, namespace, String(concurrency)], {
-      // OPSTASK_BENCH_CHILD_NODE_ARGS: extra Node flags for the controller process (e.g. --cpu-prof).
+      // Node flags and environment as deploy/deployment.yaml sets them (NODE_OPTIONS …), plus
+      // --expose-gc for the after-GC sample and OPSTASK_BENCH_CHILD_NODE_ARGS (e.g. --cpu-prof).
       execArgv: [
-        ...process.execArgv,
         "--expose-gc",
         ...(process.env.OPSTASK_BENCH_CHILD_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""),
       ],
+      env,
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });
     this.#child.on("message", (raw: unknown) => {
@@ -349,6 +363,27 @@ export const settledTemplate = async (
   };
 };
 
+const rfc3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
+
+/**
+ * The template's status made this task's own, as if each task had run at its own time: every
+ * timestamp moved `index` seconds later and run IDs suffixed. (Identical copies would flatter any
+ * sharing of equal strings in the controller's cache.)
+ */
+const statusFor = (status: unknown, index: number, field = ""): unknown => {
+  if (typeof status === "string") {
+    if (rfc3339.test(status))
+      return new Date(Date.parse(status) + index * 1000).toISOString().replace(".000Z", "Z");
+    return field === "runID" ? `${status}-${index}` : status;
+  }
+  if (Array.isArray(status)) return status.map((item) => statusFor(item, index));
+  if (isRecord(status))
+    return Object.fromEntries(
+      Object.entries(status).map(([key, value]) => [key, statusFor(value, index, key)]),
+    );
+  return status;
+};
+
 /**
  * Creates tasks with at most `inFlight` requests at once (a failed request is retried up to 4 times).
  * Records send and response times in `watch`. With `settled`, each task is created as the controller
@@ -382,7 +417,8 @@ export const createTasks = async (
   };
   const worker = async (): Promise<void> => {
     for (;;) {
-      const spec = specs[next];
+      const index = next;
+      const spec = specs[index];
       next += 1;
       if (spec === undefined) return;
       const times = watch.times(spec.name);
@@ -422,7 +458,12 @@ export const createTasks = async (
       if (settled !== undefined) {
         await retried(`status of ${spec.name}`, () =>
           api.patchNamespacedCustomObjectStatus(
-            { ...taskResource, namespace, name: spec.name, body: { status: settled.status } },
+            {
+              ...taskResource,
+              namespace,
+              name: spec.name,
+              body: { status: statusFor(settled.status, index) },
+            },
             setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
           ),
         );

@@ -15,9 +15,12 @@
  *
  * Run: scripts/bench cluster [--tasks N] [--concurrency C[,C…]] [--cache-tasks M] [--delete-tasks D]
  *                            [--idle-seconds S] [--in-flight F] [--cache-mode settled|process]
+ *                            [--node-options "FLAGS|FLAGS…"]
  * Defaults: N 1,000, C 3, M 10,000 (settled), D 100, S 30, F 20; about 6 minutes on 2 CPUs.
- * The controller loads its kubeconfig as `opstask controller` does (`loadKubeClient`: node:https, one
- * keep-alive pool). Diagnostics: OPSTASK_BENCH_TRACE=1 adds the
+ * The controller process runs as deployed (bench/deployed-process.ts): compiled JavaScript, the
+ * environment of deploy/deployment.yaml (NODE_OPTIONS, MALLOC_ARENA_MAX), its kubeconfig loaded as
+ * `opstask controller` loads it. `--node-options` runs the memory figure once per `|`-separated
+ * NODE_OPTIONS value instead (on the same tasks), to compare V8 settings. Diagnostics: OPSTASK_BENCH_TRACE=1 adds the
  * controller's pass logs to the traces of tasks with a failed write; OPSTASK_BENCH_CHILD_NODE_ARGS
  * passes Node flags to the controller process (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
  */
@@ -71,6 +74,8 @@ const params = {
    * running, then run by it to Succeeded (minutes at 10,000 tasks).
    */
   cacheMode: argValue("cache-mode") === "process" ? "process" : "settled",
+  /** NODE_OPTIONS variants for the memory figure; undefined: the Deployment's. */
+  nodeOptions: argValue("node-options")?.split("|"),
 };
 
 /** A task the controller ran to Succeeded, for the settled cache. */
@@ -145,6 +150,7 @@ interface IdleRow {
 }
 interface MemoryRow {
   c: number;
+  nodeOptions: string;
   mode: "settled" | "process";
   createdPerSecond: number;
   baseline: Sample;
@@ -327,7 +333,26 @@ const runMemory = async (plane: ControlPlane, c: number): Promise<void> => {
   );
   const createdMs = performance.now() - t0;
   if (created.failures > 0) results.problems.push(`memory: ${created.failures} create attempts failed`);
-  const controller = new ControllerProcess(plane.kubeconfigPath, namespace, c);
+  try {
+    for (const nodeOptions of params.nodeOptions ?? [undefined]) {
+      await measureMemory(plane, namespace, watch, names, mode, c, createdMs, nodeOptions);
+    }
+  } finally {
+    watch.stop();
+  }
+};
+
+const measureMemory = async (
+  plane: ControlPlane,
+  namespace: string,
+  watch: TaskWatch,
+  names: ReadonlyArray<string>,
+  mode: "settled" | "process",
+  c: number,
+  createdMs: number,
+  nodeOptionsOverride: string | undefined,
+): Promise<void> => {
+  const controller = new ControllerProcess(plane.kubeconfigPath, namespace, c, nodeOptionsOverride);
   try {
     const baseline = await controller.loaded;
     progress(`memory: starting the controller on them (${mode})`);
@@ -365,6 +390,7 @@ const runMemory = async (plane: ControlPlane, c: number): Promise<void> => {
     const measured = await controller.sample(true);
     results.memory.push({
       c,
+      nodeOptions: controller.nodeOptions,
       mode,
       createdPerSecond: names.length / (createdMs / 1000),
       baseline,
@@ -381,7 +407,6 @@ const runMemory = async (plane: ControlPlane, c: number): Promise<void> => {
     });
     noteLogs("memory", measured);
   } finally {
-    watch.stop();
     await controller.stop();
   }
 };
@@ -573,6 +598,7 @@ if (results.memory.length > 0) {
     [
       "tasks cached",
       "mode",
+      "NODE_OPTIONS",
       "concurrency",
       "created/s (no controller)",
       "first LIST synced s",
@@ -597,6 +623,7 @@ if (results.memory.length > 0) {
       return [
         `${fmt(params.cacheTasks, 0)}${r.settled ? "" : " (not quiet)"}`,
         r.mode,
+        `\`${r.nodeOptions}\``,
         String(r.c),
         fmt(r.createdPerSecond, 0),
         seconds(r.startMs),

@@ -3,7 +3,8 @@
  * and its `TaskKind`. The schema mirrors the CRD, defaults included, so an object from the cluster and
  * one built in a test decode alike.
  */
-import { Effect, Schema } from "effect";
+import * as Effect from "effect/Effect";
+import * as Schema from "effect/Schema";
 import { configMember, configUnion, defineTaskKind, ObjectMeta, TaskStatusSchema } from "../../src/index.ts";
 
 export const Group = "examples.opstask.dev";

@@ -1,6 +1,7 @@
 /** `BackupDownloader` over HTTP(S) with Node's fetch, hashing the body as it streams in. */
 import { createHash } from "node:crypto";
-import { Effect, Layer } from "effect";
+import * as Effect from "effect/Effect";
+import * as Layer from "effect/Layer";
 import { BackupDownloader, type Download, DownloadError } from "./downloader.ts";
 
 const download = async (url: string, timeoutMs: number, signal: AbortSignal): Promise<Download> => {

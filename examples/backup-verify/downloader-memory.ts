@@ -4,7 +4,8 @@
  * that makes it.
  */
 import { createHash } from "node:crypto";
-import { Effect, Layer } from "effect";
+import * as Effect from "effect/Effect";
+import * as Layer from "effect/Layer";
 import { BackupDownloader, DownloadError } from "./downloader.ts";
 
 export type FakeAnswer =

@@ -3,7 +3,9 @@
  * handler runs over real HTTP in the cluster (downloader-http.ts) and over a fake in unit tests
  * (downloader-memory.ts).
  */
-import { Context, Data, type Effect } from "effect";
+import * as Context from "effect/Context";
+import * as Data from "effect/Data";
+import type * as Effect from "effect/Effect";
 
 export interface Download {
   /** Lowercase hex. */

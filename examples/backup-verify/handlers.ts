@@ -4,7 +4,7 @@
  * (ERR_DOWNLOAD_REFUSED); a server that does not answer is tried again with backoff
  * (ERR_DOWNLOAD_BACKUP). Execute only reads, so running it again is harmless (at-least-once).
  */
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import { completed, failed, type HandlerRegistry, retry, type TaskHandler } from "../../src/index.ts";
 import type { BackupVerification } from "./backup-verification.ts";
 import { BackupDownloader, type DownloadError } from "./downloader.ts";

@@ -5,7 +5,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { completed, failed, promiseHandler, simulate } from "../../src/index.ts";
 import { type BackupVerification, backupVerificationKind, Kind } from "./backup-verification.ts";

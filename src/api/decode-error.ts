@@ -3,7 +3,8 @@
  * `spec.config.onDemandSnapshot.type: expected "full" | "delta", got "weekly"`. The message says what
  * the field must be, which is also the fix.
  */
-import { Data, SchemaIssue } from "effect";
+import * as Data from "effect/Data";
+import * as SchemaIssue from "effect/SchemaIssue";
 import type { ObjectMeta } from "./meta.ts";
 
 const identifier = /^[A-Za-z_$][A-Za-z0-9_$-]*$/;

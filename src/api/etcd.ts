@@ -3,7 +3,10 @@
  * are optional wherever druid's Etcd CRD leaves them optional, so every Etcd the CRD accepts decodes;
  * everything else in the object is accepted and dropped.
  */
-import { Effect, Result, Schema, SchemaParser } from "effect";
+import * as Effect from "effect/Effect";
+import * as Result from "effect/Result";
+import * as Schema from "effect/Schema";
+import * as SchemaParser from "effect/SchemaParser";
 import { DecodeError, formatDecodeError } from "./decode-error.ts";
 import { Int32, Int64 } from "./schema-helpers.ts";
 

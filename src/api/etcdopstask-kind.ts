@@ -1,5 +1,6 @@
 /** EtcdOpsTask as a `TaskKind`: what the generic lifecycle needs to run druid's task resource. */
-import { Result, SchemaParser } from "effect";
+import * as Result from "effect/Result";
+import * as SchemaParser from "effect/SchemaParser";
 import type { TaskKind } from "../reconcile/task-kind.ts";
 import {
   decodeEtcdOpsTask,

@@ -3,7 +3,10 @@
  * `EtcdOpsTask`. Decoding applies the CRD's defaults, so a task read from the apiserver, from a YAML
  * file or built in a test has the same shape, and turns `spec.config` into a `kind`-tagged value.
  */
-import { Effect, Result, Schema, SchemaParser } from "effect";
+import * as Effect from "effect/Effect";
+import * as Result from "effect/Result";
+import * as Schema from "effect/Schema";
+import * as SchemaParser from "effect/SchemaParser";
 import { type TaskConfig, TaskConfigSchema } from "./config/task-config.ts";
 import { DecodeError, formatDecodeError } from "./decode-error.ts";
 import { ManifestMeta, ObjectMeta } from "./meta.ts";

@@ -2,7 +2,7 @@
  * `metadata` of the objects opstask reads. Only the fields the controller uses are decoded; anything
  * else in `metadata` (ownerReferences, managedFields, …) is accepted and dropped.
  */
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import { Int64, Rfc3339 } from "./schema-helpers.ts";
 
 const StringMap = Schema.Record(Schema.String, Schema.String);

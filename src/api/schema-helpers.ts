@@ -2,7 +2,9 @@
  * Small schema building blocks shared by the EtcdOpsTask and Etcd schemas: Kubernetes' integer and
  * time formats, and the "integer with a CRD default and minimum" shape every timeout field has.
  */
-import { Effect, Schema, SchemaTransformation } from "effect";
+import * as Effect from "effect/Effect";
+import * as Schema from "effect/Schema";
+import * as SchemaTransformation from "effect/SchemaTransformation";
 
 /**
  * An integer field as a CRD declares it (`type: integer, format: int32, minimum, default`). Decoding

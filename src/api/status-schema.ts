@@ -7,7 +7,7 @@
  * not written by either; decoding fails for it and the caller falls back to the metadata it gets with
  * the error (see `decodeEtcdOpsTask`).
  */
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import { type Assignable, Rfc3339 } from "./schema-helpers.ts";
 import { TaskStates, type TaskStatus } from "./status.ts";
 

@@ -5,7 +5,13 @@
  */
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { Effect, Exit, Fiber, Layer, Logger, References, Scope } from "effect";
+import * as Effect from "effect/Effect";
+import * as Exit from "effect/Exit";
+import * as Fiber from "effect/Fiber";
+import * as Layer from "effect/Layer";
+import * as Logger from "effect/Logger";
+import * as References from "effect/References";
+import * as Scope from "effect/Scope";
 import { etcdOpsTaskKind } from "../api/etcdopstask-kind.ts";
 import { etcdHandlerLayer, etcdHandlers } from "../handlers/etcd-registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";

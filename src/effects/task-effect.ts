@@ -3,7 +3,7 @@
  * these; an interpreter (Kubernetes or in-memory) performs them in order. A pass ends with exactly one
  * `RequeueAfter` or `AwaitChange`.
  */
-import { Data } from "effect";
+import * as Data from "effect/Data";
 import type { StatusPatch } from "../machine/status-edits.ts";
 import type { Phase } from "../machine/types.ts";
 

@@ -18,7 +18,13 @@
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest, type RequestOptions } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
-import { Context, Data, Effect, Layer, Result, Schema, SchemaParser } from "effect";
+import * as Context from "effect/Context";
+import * as Data from "effect/Data";
+import * as Effect from "effect/Effect";
+import * as Layer from "effect/Layer";
+import * as Result from "effect/Result";
+import * as Schema from "effect/Schema";
+import * as SchemaParser from "effect/SchemaParser";
 import { formatDecodeError } from "../api/decode-error.ts";
 import type { ResolveOverride } from "./backup-restore-http-node.ts";
 

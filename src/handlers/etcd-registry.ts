@@ -2,7 +2,7 @@
  * The handlers of opstask's EtcdOpsTask controller, by config member, and the services they run on.
  * A member without a handler here is Rejected with ERR_UNSUPPORTED_TASK (and stays deletable).
  */
-import { Layer } from "effect";
+import * as Layer from "effect/Layer";
 import type { EtcdOpsTask } from "../api/etcdopstask.ts";
 import type { KubeAccess } from "../interpreters/kubernetes/kube-client-node.ts";
 import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";

@@ -14,7 +14,7 @@
  * - Cleanup runs once the task is being deleted (after its TTL or on a user's delete) and must be
  *   idempotent; it is skipped for Rejected tasks.
  */
-import type { Effect } from "effect";
+import type * as Effect from "effect/Effect";
 import type { PhaseOutcome } from "../machine/types.ts";
 
 export interface TaskHandler<Task, R = never> {

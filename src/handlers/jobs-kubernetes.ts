@@ -4,7 +4,10 @@
  * verbs `create`, `get` and `delete` in the tasks' namespaces.
  */
 import type { V1DeleteOptions, V1Job } from "@kubernetes/client-node";
-import { Duration, Effect, Layer, Predicate } from "effect";
+import * as Duration from "effect/Duration";
+import * as Effect from "effect/Effect";
+import * as Layer from "effect/Layer";
+import * as Predicate from "effect/Predicate";
 import { apiPath } from "../interpreters/kubernetes/api-path.ts";
 import { kubeRequest, type RequestSettings } from "../interpreters/kubernetes/client.ts";
 import { KubeError } from "../interpreters/kubernetes/errors.ts";

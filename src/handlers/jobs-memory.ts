@@ -6,7 +6,8 @@
  * operation.
  */
 import type { V1Job, V1JobStatus } from "@kubernetes/client-node";
-import { Effect, Layer } from "effect";
+import * as Effect from "effect/Effect";
+import * as Layer from "effect/Layer";
 import { KubeError } from "../interpreters/kubernetes/errors.ts";
 import { type JobInfo, JobResource, Jobs, type JobsShape, jobInfoOf } from "./jobs.ts";
 

@@ -12,7 +12,8 @@
  * decides on (`JobInfo`), so handlers never see client-node's classes or dates.
  */
 import type { V1Job } from "@kubernetes/client-node";
-import { Context, type Effect } from "effect";
+import * as Context from "effect/Context";
+import type * as Effect from "effect/Effect";
 import type { KubeError } from "../interpreters/kubernetes/errors.ts";
 
 /** The Job to create, as the apiserver takes it (`metadata.name` and `metadata.namespace` set). */

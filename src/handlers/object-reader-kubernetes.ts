@@ -2,7 +2,10 @@
  * `ObjectReader` over the apiserver: direct GETs (no informer cache), each bounded by a timeout, counted
  * with the other API requests, and cancelled when the calling fiber is interrupted.
  */
-import { Duration, Effect, Layer, Result } from "effect";
+import * as Duration from "effect/Duration";
+import * as Effect from "effect/Effect";
+import * as Layer from "effect/Layer";
+import * as Result from "effect/Result";
 import { decodeEtcd, EtcdApiVersion } from "../api/etcd.ts";
 import { apiPath } from "../interpreters/kubernetes/api-path.ts";
 import { kubeRequest, type RequestSettings } from "../interpreters/kubernetes/client.ts";

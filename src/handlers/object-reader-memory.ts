@@ -3,7 +3,10 @@
  * stored in their wire form (the JSON the apiserver would return) and decoded on every read with the
  * same schemas as the real reader; failures can be injected per object.
  */
-import { Effect, Layer, Predicate, Result } from "effect";
+import * as Effect from "effect/Effect";
+import * as Layer from "effect/Layer";
+import * as Predicate from "effect/Predicate";
+import * as Result from "effect/Result";
 import { decodeEtcd } from "../api/etcd.ts";
 import { decodeSecret, decodeStatefulSet } from "./objects.ts";
 import {

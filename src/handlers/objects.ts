@@ -4,7 +4,9 @@
  * base64-decoded). Everything else in the object is accepted and dropped, so the same decoding works on
  * raw JSON (in-memory reader) and on client-node's deserialised models, which omit absent fields.
  */
-import { Result, Schema, SchemaParser } from "effect";
+import * as Result from "effect/Result";
+import * as Schema from "effect/Schema";
+import * as SchemaParser from "effect/SchemaParser";
 import { DecodeError, formatDecodeError } from "../api/decode-error.ts";
 
 const optionalString = Schema.optionalKey(Schema.String);

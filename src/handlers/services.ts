@@ -7,7 +7,10 @@
  * apiserver's `Status` message for reads (`etcds.druid.gardener.cloud "x" not found`), and a Go-style
  * `Post "<url>": <reason>` for transport errors.
  */
-import { Context, Data, type Effect, type Scope } from "effect";
+import * as Context from "effect/Context";
+import * as Data from "effect/Data";
+import type * as Effect from "effect/Effect";
+import type * as Scope from "effect/Scope";
 import type { Etcd } from "../api/etcd.ts";
 import type { Secret, StatefulSet } from "./objects.ts";
 

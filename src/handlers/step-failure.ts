@@ -4,7 +4,7 @@
  * `PhaseOutcome` at the end, so a handler's own Effect never fails. Each task type keeps its error
  * codes beside its steps and builds its `failed`/`retry` helpers with `stops`.
  */
-import { Data } from "effect";
+import * as Data from "effect/Data";
 import type { PhaseOutcome, TaskError } from "../machine/types.ts";
 
 export class StepFailure extends Data.TaggedError("HandlerStepFailure")<{

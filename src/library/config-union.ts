@@ -7,7 +7,12 @@
  * that lists its members rejects it earlier; an older controller meeting a newer member must not
  * wedge). A declared member with an invalid body fails with errors under `<member>.<field>`.
  */
-import { Effect, Schema, type SchemaAST, SchemaIssue, SchemaParser, SchemaTransformation } from "effect";
+import * as Effect from "effect/Effect";
+import * as Schema from "effect/Schema";
+import type * as SchemaAST from "effect/SchemaAST";
+import * as SchemaIssue from "effect/SchemaIssue";
+import * as SchemaParser from "effect/SchemaParser";
+import * as SchemaTransformation from "effect/SchemaTransformation";
 
 /** A config member without a handler in this build, kept as read so it can be reported and re-encoded. */
 export interface UnsupportedConfig {

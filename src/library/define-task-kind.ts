@@ -7,7 +7,9 @@
  * those decode, so the lifecycle can Reject it with ERR_INVALID_TASK naming the fields
  * (`spec.config.checksum.url: required field is missing`) and delete it after `defaultTtlSeconds`.
  */
-import { Result, Schema, SchemaParser } from "effect";
+import * as Result from "effect/Result";
+import * as Schema from "effect/Schema";
+import * as SchemaParser from "effect/SchemaParser";
 import { formatDecodeError } from "../api/decode-error.ts";
 import { ObjectMeta } from "../api/meta.ts";
 import type { TaskStatus } from "../api/status.ts";

@@ -6,7 +6,7 @@
  * A phase that throws or rejects is a bug, not a verdict: the runtime turns it into a `retry` with
  * ERR_HANDLER_DEFECT. Say `failed(...)` when retrying cannot help.
  */
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import type { TaskHandler } from "../handlers/handler.ts";
 import type { PhaseOutcome } from "../machine/types.ts";
 import { completed } from "./outcome.ts";

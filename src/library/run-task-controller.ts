@@ -8,7 +8,14 @@
  * (`kubernetesLayer`), which advanced users can call directly (both are exported), e.g. to share a
  * scope, add leader election or run several kinds in one Effect program.
  */
-import { Effect, Exit, Fiber, Layer, Logger, ManagedRuntime, References, Scope } from "effect";
+import * as Effect from "effect/Effect";
+import * as Exit from "effect/Exit";
+import * as Fiber from "effect/Fiber";
+import * as Layer from "effect/Layer";
+import * as Logger from "effect/Logger";
+import * as ManagedRuntime from "effect/ManagedRuntime";
+import * as References from "effect/References";
+import * as Scope from "effect/Scope";
 import type { HandlerRegistry } from "../handlers/handler.ts";
 import type { KubeAccess } from "../interpreters/kubernetes/kube-client-node.ts";
 import { loadKubeClient } from "../interpreters/kubernetes/kubeconfig-loader.ts";

@@ -15,7 +15,11 @@
  * `await sim.settle()` delivers its result. Wraps `SimulatedController`, which stays available for
  * property tests that need its finer controls (`crashAfter`, write failures, recorded passes).
  */
-import { Cause, Effect, Fiber, Layer, ManagedRuntime } from "effect";
+import * as Cause from "effect/Cause";
+import * as Effect from "effect/Effect";
+import * as Fiber from "effect/Fiber";
+import * as Layer from "effect/Layer";
+import * as ManagedRuntime from "effect/ManagedRuntime";
 import type { TaskState, TaskStatus } from "../api/status.ts";
 import { MemoryApiServer, type WatchEvent } from "../interpreters/memory/api-server.ts";
 import { FakeClock } from "../interpreters/memory/clock.ts";

@@ -14,7 +14,14 @@
  * - retry bookkeeping (`retries`, `retryAt`) follows `nextRetryState`; a periodic resync re-derives
  *   every timer from the objects, so no requeue is lost.
  */
-import { Cause, Clock, Duration, Effect, FiberMap, Schedule, type Scope, Stream } from "effect";
+import * as Cause from "effect/Cause";
+import * as Clock from "effect/Clock";
+import * as Duration from "effect/Duration";
+import * as Effect from "effect/Effect";
+import * as FiberMap from "effect/FiberMap";
+import * as Schedule from "effect/Schedule";
+import type * as Scope from "effect/Scope";
+import * as Stream from "effect/Stream";
 import { isTerminal } from "../api/status.ts";
 import { nextRetryState, noRetry, type RetryState } from "../effects/retry-state.ts";
 import type { PassEnd, TaskEffect } from "../effects/task-effect.ts";

@@ -25,19 +25,17 @@
  * emitted like any change unless `echoes: "suppress"` (the memory controller sees them too; a pass on
  * an echo must cost nothing, design-traps 5).
  */
-import {
-  type Cause,
-  Clock,
-  Deferred,
-  Duration,
-  Effect,
-  Predicate,
-  Queue,
-  Random,
-  Result,
-  type Scope,
-  Stream,
-} from "effect";
+import type * as Cause from "effect/Cause";
+import * as Clock from "effect/Clock";
+import * as Deferred from "effect/Deferred";
+import * as Duration from "effect/Duration";
+import * as Effect from "effect/Effect";
+import * as Predicate from "effect/Predicate";
+import * as Queue from "effect/Queue";
+import * as Random from "effect/Random";
+import * as Result from "effect/Result";
+import type * as Scope from "effect/Scope";
+import * as Stream from "effect/Stream";
 import { apiPath } from "../interpreters/kubernetes/api-path.ts";
 import { kubeRequest, type RequestSettings } from "../interpreters/kubernetes/client.ts";
 import { fromStatus, type KubeError, toKubeError } from "../interpreters/kubernetes/errors.ts";
@@ -51,6 +49,7 @@ import {
 } from "../interpreters/kubernetes/object.ts";
 import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import type { ResourceRef } from "../reconcile/task-kind.ts";
+import { cacheObject } from "./cache-object.ts";
 
 export type ChangeType = "ADDED" | "MODIFIED" | "DELETED";
 
@@ -166,17 +165,6 @@ interface ListResult {
 const healthyAfterMs = 1000;
 
 const maxOwnWrites = 16;
-
-/**
- * What the cache keeps of an object: everything but `metadata.managedFields` (server-side apply
- * bookkeeping, often the largest part of an object, never read by a controller) — client-go
- * informers are commonly given the same transform.
- */
-const slim = (object: KubeObject): KubeObject => {
-  if (!("managedFields" in object.metadata)) return object;
-  const { managedFields: _dropped, ...metadata } = object.metadata;
-  return { ...object, metadata };
-};
 
 export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -311,7 +299,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
         const pageItems = Predicate.isObject(data) && "items" in data ? data.items : undefined;
         if (Array.isArray(pageItems)) {
           for (const item of pageItems) {
-            if (isKubeObject(item)) items.push(slim(item));
+            if (isKubeObject(item)) items.push(cacheObject(item));
             else stats.malformed += 1;
           }
         }
@@ -367,8 +355,8 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
             return;
           }
           stats.events += 1;
-          if (type === "DELETED") observeDeleted(slim(object));
-          else if (type === "ADDED" || type === "MODIFIED") observe(slim(object));
+          if (type === "DELETED") observeDeleted(cacheObject(object));
+          else if (type === "ADDED" || type === "MODIFIED") observe(cacheObject(object));
           resourceVersion = object.metadata.resourceVersion;
         };
         const onDone = (error: unknown): void => {
@@ -519,7 +507,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       synced: Deferred.await(synced),
       changes,
       upsert: (written) => {
-        const object = slim(written);
+        const object = cacheObject(written);
         const key = keyOf(object);
         const version = object.metadata.resourceVersion;
         const entry = cache.get(key);

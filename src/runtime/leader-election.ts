@@ -26,7 +26,15 @@
  * Writes are JSON merge patches carrying `metadata.resourceVersion` (the apiserver's precondition, the
  * same optimistic concurrency as client-go's update) and are counted as verb "patch".
  */
-import { Clock, Data, Deferred, Duration, Effect, Option, Predicate, Random, type Scope } from "effect";
+import * as Clock from "effect/Clock";
+import * as Data from "effect/Data";
+import * as Deferred from "effect/Deferred";
+import * as Duration from "effect/Duration";
+import * as Effect from "effect/Effect";
+import * as Option from "effect/Option";
+import * as Predicate from "effect/Predicate";
+import * as Random from "effect/Random";
+import type * as Scope from "effect/Scope";
 import { apiPath } from "../interpreters/kubernetes/api-path.ts";
 import { kubeRequest, mergePatch, type RequestSettings } from "../interpreters/kubernetes/client.ts";
 import type { KubeError } from "../interpreters/kubernetes/errors.ts";

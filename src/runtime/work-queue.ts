@@ -16,7 +16,16 @@
  * Timers are one due time per key (due-times.ts) and a single fiber sleeping until the earliest.
  * Time comes from Effect's Clock, so tests run it under TestClock.
  */
-import { Cause, Clock, Deferred, Duration, Effect, Fiber, Option, Queue, Result, type Scope } from "effect";
+import * as Cause from "effect/Cause";
+import * as Clock from "effect/Clock";
+import * as Deferred from "effect/Deferred";
+import * as Duration from "effect/Duration";
+import * as Effect from "effect/Effect";
+import * as Fiber from "effect/Fiber";
+import * as Option from "effect/Option";
+import * as Queue from "effect/Queue";
+import * as Result from "effect/Result";
+import type * as Scope from "effect/Scope";
 import { DueTimes } from "./due-times.ts";
 
 export interface WorkQueueOptions<E, R> {

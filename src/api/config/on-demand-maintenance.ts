@@ -3,7 +3,7 @@
  * compacts the etcd key space and/or defragments the backend database of every member; with both,
  * compaction runs first, so that defragmentation reclaims the space compaction freed.
  */
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import type { OpenApiSchema } from "../crd/openapi.ts";
 import { type Assignable, boundedInt32, EmptyObject, int32WithDefault } from "../schema-helpers.ts";
 

@@ -4,7 +4,7 @@
  * snapshot plus its delta snapshots into a temporary etcd and uploads the result as a new full
  * snapshot, so later restorations replay fewer deltas. Cleanup deletes the Job.
  */
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import type { OpenApiSchema } from "../crd/openapi.ts";
 import { type Assignable, boundedInt32, int32WithDefault } from "../schema-helpers.ts";
 

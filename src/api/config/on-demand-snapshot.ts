@@ -2,7 +2,7 @@
  * `spec.config.onDemandSnapshot`: etcd-druid's own task type, a full or delta snapshot taken by the
  * etcd-backup-restore sidecar (contract §1.1, §2). Its CRD definition is druid's, unchanged.
  */
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 import { type Assignable, boundedInt32, int32WithDefault } from "../schema-helpers.ts";
 
 export const OnDemandSnapshotMember = "onDemandSnapshot";

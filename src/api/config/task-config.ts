@@ -6,7 +6,12 @@
  * task (`ERR_UNSUPPORTED_TASK`) and delete it, so an unknown task type must never make decoding fail
  * (druid bug 1.16 #12). A known member with an invalid body fails with errors under its path.
  */
-import { Effect, Schema, type SchemaAST, SchemaIssue, SchemaParser, SchemaTransformation } from "effect";
+import * as Effect from "effect/Effect";
+import * as Schema from "effect/Schema";
+import type * as SchemaAST from "effect/SchemaAST";
+import * as SchemaIssue from "effect/SchemaIssue";
+import * as SchemaParser from "effect/SchemaParser";
+import * as SchemaTransformation from "effect/SchemaTransformation";
 import type { Assignable } from "../schema-helpers.ts";
 import {
   OnDemandMaintenanceBody,

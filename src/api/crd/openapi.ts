@@ -2,7 +2,7 @@
  * The subset of OpenAPI v3 (as CustomResourceDefinitions use it) that opstask's CRD fragments and the
  * CRD tests need, as a type and as a schema to decode a CRD's `openAPIV3Schema` read from YAML.
  */
-import { Schema } from "effect";
+import * as Schema from "effect/Schema";
 
 export interface CelRule {
   readonly rule: string;

@@ -4,7 +4,10 @@
  * only with `KubeError`; watching reuses the controller's informer (relists, bookmarks, backoff).
  */
 import type { KubeConfig } from "@kubernetes/client-node";
-import { Duration, Effect, Predicate, type Scope } from "effect";
+import * as Duration from "effect/Duration";
+import * as Effect from "effect/Effect";
+import * as Predicate from "effect/Predicate";
+import type * as Scope from "effect/Scope";
 import { etcdOpsTaskKind } from "../../api/etcdopstask-kind.ts";
 import { apiPath } from "../../interpreters/kubernetes/api-path.ts";
 import { kubeRequest, type RequestSettings } from "../../interpreters/kubernetes/client.ts";

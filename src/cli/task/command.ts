@@ -3,7 +3,10 @@
  * exits 2 naming the option), the request program run with Ctrl-C as interruption, and API errors
  * printed as one line (exit 1; 2 when the API server refuses the task as invalid).
  */
-import { Cause, Effect, Exit, Logger } from "effect";
+import * as Cause from "effect/Cause";
+import * as Effect from "effect/Effect";
+import * as Exit from "effect/Exit";
+import * as Logger from "effect/Logger";
 import type { KubeError } from "../../interpreters/kubernetes/errors.ts";
 import { OptionError } from "../options.ts";
 import type { TaskIo } from "./io.ts";

@@ -3,7 +3,8 @@
  * controller decodes with (so a bad combination is a usage error here, not a rejected task there),
  * create it, print its name, and with `--wait` follow it to its end.
  */
-import { Effect, Result } from "effect";
+import * as Effect from "effect/Effect";
+import * as Result from "effect/Result";
 import { OnDemandMaintenanceLimits } from "../../api/config/on-demand-maintenance.ts";
 import { OnDemandSnapshotLimits, SnapshotTypes } from "../../api/config/on-demand-snapshot.ts";
 import { ApiVersion, decodeEtcdOpsTaskManifest, Kind, TtlLimits } from "../../api/etcdopstask.ts";

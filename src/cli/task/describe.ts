@@ -6,7 +6,8 @@
  * the timeline. Events are best effort (and expire after an hour): when they cannot be listed the
  * description says so and shows what the status has.
  */
-import { Effect, Result } from "effect";
+import * as Effect from "effect/Effect";
+import * as Result from "effect/Result";
 import type { KubeError } from "../../interpreters/kubernetes/errors.ts";
 import { fromWireTime, toWireTime } from "../../machine/time.ts";
 import { type Cluster, getTask, listTaskEvents, type TaskEventRecord } from "./cluster.ts";

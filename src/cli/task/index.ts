@@ -8,7 +8,7 @@
  *   describe <task>                     state, timeline, errors, and why
  *   wait <task>                         follow a task until it ends
  */
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import { OptionError } from "../options.ts";
 import {
   booleanFlag,

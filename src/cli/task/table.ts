@@ -3,7 +3,8 @@
  * next (NAME, STATE, ETCD, PHASE, AGE, LAST ERROR; NAMESPACE first with -A). `-w` prints the table,
  * then a row per visible change, as `kubectl get -w` does.
  */
-import { Effect, Stream } from "effect";
+import * as Effect from "effect/Effect";
+import * as Stream from "effect/Stream";
 import type { KubeError } from "../../interpreters/kubernetes/errors.ts";
 import type { KubeObject } from "../../interpreters/kubernetes/object.ts";
 import { type Cluster, listTasks, watchTasks } from "./cluster.ts";

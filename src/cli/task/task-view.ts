@@ -2,7 +2,8 @@
  * A task as the commands show it. Read leniently: a task whose spec does not decode (written by hand,
  * or for a newer CRD) is still listed and described, with its decode errors, rather than hidden.
  */
-import { Result, SchemaParser } from "effect";
+import * as Result from "effect/Result";
+import * as SchemaParser from "effect/SchemaParser";
 import type { TaskConfig } from "../../api/config/task-config.ts";
 import { decodeEtcdOpsTask, Finalizer, TtlLimits } from "../../api/etcdopstask.ts";
 import type { LastError, TaskStatus } from "../../api/status.ts";

@@ -4,7 +4,11 @@
  * line per visible change, so that logs stay readable. Exit codes: 0 Succeeded; 1 Failed, Rejected,
  * or deleted before it ended (the last error on stderr); 3 when `--wait-timeout` runs out first.
  */
-import { Deferred, Duration, Effect, Option, Stream } from "effect";
+import * as Deferred from "effect/Deferred";
+import * as Duration from "effect/Duration";
+import * as Effect from "effect/Effect";
+import * as Option from "effect/Option";
+import * as Stream from "effect/Stream";
 import { isTerminal } from "../../api/status.ts";
 import type { KubeError } from "../../interpreters/kubernetes/errors.ts";
 import type { KubeObject } from "../../interpreters/kubernetes/object.ts";

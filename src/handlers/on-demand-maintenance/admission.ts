@@ -7,7 +7,7 @@
  * defragmentation talk to etcd itself, never to the backup-restore sidecar. The lookup and the
  * readiness check are the snapshot handler's.
  */
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import type { Etcd } from "../../api/etcd.ts";
 import type { EtcdOpsTask } from "../../api/etcdopstask.ts";
 import { AdmissionTexts, requireReady, taskEtcd } from "../on-demand-snapshot/admission.ts";

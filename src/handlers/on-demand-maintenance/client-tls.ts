@@ -11,7 +11,7 @@
  * Both secrets are read in the Etcd's namespace (druid mounts them into its pods; a reference's own
  * `namespace` cannot apply). A missing reference, secret or key is final; any other read error retries.
  */
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import { DefaultCADataKey, type Etcd, type TLSConfig } from "../../api/etcd.ts";
 import type { EtcdClientTls } from "../etcd-client.ts";
 import type { Secret } from "../objects.ts";

@@ -9,7 +9,7 @@
  * those hosts can be mapped with `--resolve` rules too. Learners are skipped: etcd serves them only
  * Status and serializable reads, so defragmenting one fails ("rpc not supported for learner").
  */
-import { Result } from "effect";
+import * as Result from "effect/Result";
 import { clientServiceName, type Etcd, etcdClientPort } from "../../api/etcd.ts";
 import type { EtcdClientTls, EtcdEndpoint, EtcdMember } from "../etcd-client.ts";
 

@@ -8,7 +8,7 @@
  *   repeat.
  * - Cleanup: nothing to undo.
  */
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import {
   type OnDemandMaintenanceConfig,
   OnDemandMaintenanceMember,

@@ -16,7 +16,8 @@
  *   answers (gRPC Unavailable, DeadlineExceeded, ResourceExhausted, Aborted: no leader, leader changed,
  *   request timed out, too many requests), and gateway 502/503/504, which `retry` with the same code.
  */
-import { Effect, Result } from "effect";
+import * as Effect from "effect/Effect";
+import * as Result from "effect/Result";
 import { type EtcdCallError, type EtcdEndpoint, EtcdGateway, isCompactedError } from "../etcd-client.ts";
 import type { CompactionReport, DefragmentationReport, MaintenanceReport } from "./description.ts";
 import { defragmentPlan, targetLabel } from "./endpoint.ts";

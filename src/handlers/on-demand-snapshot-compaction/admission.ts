@@ -7,7 +7,7 @@
  * most useful exactly when the etcd may have to be restored. The texts and codes of the shared checks
  * are the snapshot handler's.
  */
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import type { Etcd, StoreSpec } from "../../api/etcd.ts";
 import type { EtcdOpsTask } from "../../api/etcdopstask.ts";
 import { AdmissionTexts, requireBackup, taskEtcd } from "../on-demand-snapshot/admission.ts";

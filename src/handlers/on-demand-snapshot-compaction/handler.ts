@@ -10,7 +10,8 @@
  * - Cleanup: deletes the Job (background propagation: its pods go too). Idempotent: no Job, or a Job
  *   that is not this task's, is "nothing to delete".
  */
-import { Effect, Result } from "effect";
+import * as Effect from "effect/Effect";
+import * as Result from "effect/Result";
 import {
   type OnDemandSnapshotCompactionConfig,
   OnDemandSnapshotCompactionMember,

@@ -15,7 +15,7 @@
  *   and `HOME` is set to `/home/nonroot` so that this holds whichever user the image runs as.
  */
 import type { V1EnvVar, V1Volume, V1VolumeMount } from "@kubernetes/client-node";
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import type { Etcd, StoreSpec } from "../../api/etcd.ts";
 import { ObjectReader, type ReadError } from "../services.ts";
 import { ErrorCodes, failed, retry, type StepFailure } from "./step-failure.ts";

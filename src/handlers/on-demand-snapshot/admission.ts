@@ -3,7 +3,7 @@
  * Execute attempt: the Etcd exists, has backup enabled and is Ready. The duplicate check is the
  * lifecycle's. Admit and Execute share the texts; the lifecycle adds the operation (Admit/Execution).
  */
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import { type Etcd, isReady, type StoreSpec } from "../../api/etcd.ts";
 import type { EtcdOpsTask } from "../../api/etcdopstask.ts";
 import { notFoundMessage, ObjectReader, ReadError, Resources } from "../services.ts";

@@ -13,7 +13,7 @@
  * not controlled by the Etcd is still an error: its volumes say nothing about this Etcd.
  */
 import { X509Certificate } from "node:crypto";
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import { DefaultCADataKey, type Etcd, type TLSConfig } from "../../api/etcd.ts";
 import { controllerOf, podVolumes, type StatefulSet } from "../objects.ts";
 import { ObjectReader, type ReadError } from "../services.ts";

@@ -6,7 +6,7 @@
  *   then one POST to the sidecar. Repeating it is safe: a second snapshot is just another snapshot.
  * - Cleanup: nothing to undo.
  */
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import {
   type OnDemandSnapshotConfig,
   OnDemandSnapshotMember,

@@ -3,7 +3,7 @@
  * `?final=true` only when `isFinal`, no body, bounded by the type's timeout. The host has no `.svc`
  * suffix, as in druid: it resolves through the cluster DNS search path (or a resolve override).
  */
-import { Effect } from "effect";
+import * as Effect from "effect/Effect";
 import type { OnDemandSnapshotConfig } from "../../api/config/on-demand-snapshot.ts";
 import { backupRestorePort, clientServiceName, type Etcd } from "../../api/etcd.ts";
 import type { PhaseOutcome } from "../../machine/types.ts";

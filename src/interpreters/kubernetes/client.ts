@@ -2,7 +2,8 @@
  * One API request as an Effect: cancellable (the fiber's interruption aborts it), bounded by a timeout,
  * counted, and failing only with `KubeError`.
  */
-import { type Duration, Effect } from "effect";
+import type * as Duration from "effect/Duration";
+import * as Effect from "effect/Effect";
 import { KubeError, toKubeError } from "./errors.ts";
 import type { ApiRequest, ApiResponse, KubeClient } from "./kube-client.ts";
 import type { RequestCounter, Verb } from "./request-metrics.ts";

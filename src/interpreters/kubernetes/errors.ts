@@ -6,7 +6,8 @@
  * timeouts are plain `Error`s/`DOMException`s. `toKubeError` folds all of that into `KubeError` once,
  * so that callers match on `reason` and never parse bodies.
  */
-import { Data, Predicate } from "effect";
+import * as Data from "effect/Data";
+import * as Predicate from "effect/Predicate";
 import { ApiCallError } from "./kube-client.ts";
 
 /**

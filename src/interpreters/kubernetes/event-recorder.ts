@@ -4,7 +4,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { Clock, Context, Duration, Effect } from "effect";
+import * as Clock from "effect/Clock";
+import * as Context from "effect/Context";
+import * as Duration from "effect/Duration";
+import * as Effect from "effect/Effect";
 import type { EventType } from "../../effects/task-effect.ts";
 import type { ResourceRef } from "../../reconcile/task-kind.ts";
 import { apiPath } from "./api-path.ts";

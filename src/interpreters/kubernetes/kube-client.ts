@@ -192,11 +192,14 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
   const readText = (response: http.IncomingMessage): Promise<string> =>
     new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
+      const cut = (reason: string) => reject(new ApiCallError(0, `reading the answer: ${reason}`));
       response.on("data", (chunk: Buffer) => chunks.push(chunk));
       response.once("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-      response.on("error", (error) =>
-        reject(new ApiCallError(0, `reading the answer: ${error.message}`, undefined, { cause: error })),
-      );
+      response.on("error", (error) => cut(error.message));
+      // A connection that closes mid-body may end the stream with neither "end" nor "error".
+      response.once("close", () => {
+        if (!response.complete) cut("the connection closed before the answer was complete");
+      });
     });
 
   const failure = async (response: http.IncomingMessage): Promise<ApiCallError> => {

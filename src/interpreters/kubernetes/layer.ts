@@ -3,7 +3,9 @@
  * counter they share (`KubeRequests`, to be exported as Prometheus metrics), built from a KubeClient
  * or a client-node KubeConfig.
  */
-import { Context, type Duration, Layer } from "effect";
+import * as Context from "effect/Context";
+import type * as Duration from "effect/Duration";
+import * as Layer from "effect/Layer";
 import type { ResourceRef } from "../../reconcile/task-kind.ts";
 import { EventRecorder, makeEventRecorder } from "./event-recorder.ts";
 import type { KubeAccess } from "./kube-client-node.ts";

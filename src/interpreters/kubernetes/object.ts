@@ -2,7 +2,7 @@
  * The least the Kubernetes building blocks need to know about an object: its identity and version.
  * Everything else stays opaque JSON (decoding is the TaskKind's job).
  */
-import { Predicate } from "effect";
+import * as Predicate from "effect/Predicate";
 
 export interface KubeObjectMeta {
   readonly name: string;

@@ -13,7 +13,10 @@
  * Transient failures (network, timeouts, 429, 5xx) are retried with a jittered exponential schedule; a
  * Conflict or NotFound comes back at once: the caller decides (re-read, drop, re-apply the result).
  */
-import { Context, Duration, Effect, Schedule } from "effect";
+import * as Context from "effect/Context";
+import * as Duration from "effect/Duration";
+import * as Effect from "effect/Effect";
+import * as Schedule from "effect/Schedule";
 import { machineVersionAnnotation, type ResourceRef } from "../../reconcile/task-kind.ts";
 import { apiPath } from "./api-path.ts";
 import { kubeRequest, mergePatch, type RequestSettings } from "./client.ts";
