@@ -5,10 +5,13 @@
  *
  *   node bench/cluster-controller.ts <kubeconfig> <namespace> <concurrency>   (forked with an IPC channel)
  *
- * It imports what `opstask controller` imports (no client-node), so that its memory is the binary's.
+ * It is wired as `opstask controller` (src/cli/controller-command.ts `serveController`): the same
+ * modules, the etcd handlers' services, Prometheus metrics observing every pass; only the handlers
+ * are no-ops, so that its memory is the binary's.
  *
  * Parent → child: start | sample (memory, CPU, request counts, controller stats) | stop.
  */
+import { getHeapStatistics } from "node:v8";
 import * as Effect from "effect/Effect";
 import * as Exit from "effect/Exit";
 import * as Layer from "effect/Layer";
@@ -17,6 +20,7 @@ import * as References from "effect/References";
 import * as Scope from "effect/Scope";
 import type { EtcdOpsTask } from "../src/api/etcdopstask.ts";
 import { etcdOpsTaskKind } from "../src/api/etcdopstask-kind.ts";
+import { etcdHandlerLayer } from "../src/handlers/etcd-registry.ts";
 import type { HandlerRegistry, TaskHandler } from "../src/handlers/handler.ts";
 import type { KubeError } from "../src/interpreters/kubernetes/errors.ts";
 import { loadKubeClient } from "../src/interpreters/kubernetes/kubeconfig-loader.ts";
@@ -26,6 +30,8 @@ import { TaskWriter, type WriteTarget } from "../src/interpreters/kubernetes/tas
 import type { PhaseOutcome } from "../src/machine/types.ts";
 import { lifecycleConfig } from "../src/reconcile/defaults.ts";
 import { type ControllerHandle, runController } from "../src/runtime/controller.ts";
+import { makeControllerMetrics } from "../src/runtime/metrics.ts";
+import { sumQueueMetrics } from "../src/runtime/work-queue.ts";
 import { asParentMessage, type ChildMessage, type Memory, type Sample } from "./cluster-protocol.ts";
 
 const [kubeconfigPath, namespace, concurrencyArg] = process.argv.slice(2);
@@ -126,7 +132,15 @@ let handle: ControllerHandle | undefined;
 
 const memory = (): Memory => {
   const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external };
+  const heap = getHeapStatistics();
+  return {
+    rss: m.rss,
+    heapUsed: m.heapUsed,
+    heapTotal: m.heapTotal,
+    external: m.external,
+    malloced: heap.malloced_memory,
+    heapPhysical: heap.total_physical_size,
+  };
 };
 
 const sample = (gc: boolean): Sample => {
@@ -153,10 +167,19 @@ const start = async (): Promise<void> => {
   const kubeConfig = await loadKubeClient(kubeconfigPath);
   const layer = Layer.mergeAll(
     kubernetesLayer({ kubeConfig, resource: etcdOpsTaskKind.resource, counter }),
+    etcdHandlerLayer({ kubeConfig, counter }),
     Logger.layer([collector]),
   );
   const began = performance.now();
+  const metrics = makeControllerMetrics();
+  metrics.attach({
+    queue: () => sumQueueMetrics(handle === undefined ? [] : [handle.queue()]),
+    handlerCallsInFlight: () => handle?.stats().inFlightCalls ?? 0,
+    requests: counter,
+    leader: () => true,
+  });
   const program = runController({
+    observer: metrics.observer,
     kind: etcdOpsTaskKind,
     handlers: registry,
     // The same settings as test/support/controller.ts.

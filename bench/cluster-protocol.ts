@@ -15,6 +15,10 @@ export interface Memory {
   readonly heapUsed: number;
   readonly heapTotal: number;
   readonly external: number;
+  /** V8's own allocations outside the JS heap (parser and compiler zones, GC bookkeeping). */
+  readonly malloced: number;
+  /** Physical memory the JS heap's committed pages occupy. */
+  readonly heapPhysical: number;
 }
 
 export interface Sample {

@@ -14,7 +14,7 @@ import {
 } from "@kubernetes/client-node";
 import type { RequestCount } from "../src/interpreters/kubernetes/request-metrics.ts";
 import { asChildMessage, type ChildMessage, type ParentMessage, type Sample } from "./cluster-protocol.ts";
-import { compileControllerEntry, deployedEnv } from "./deployed-process.ts";
+import { deployedEnv } from "./deployed-process.ts";
 
 export const taskResource = { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcdopstasks" };
 
@@ -65,9 +65,6 @@ export const reuseConnections = (kubeConfig: KubeConfig): void => {
 
 // ---- the controller in a child process -----------------------------------------------------------
 
-/** Compiled once per benchmark run (bench/deployed-process.ts). */
-let childEntry: string | undefined;
-
 export class ControllerProcess {
   readonly #child: ChildProcess;
   readonly #waiting = new Set<(message: ChildMessage) => boolean>();
@@ -80,15 +77,21 @@ export class ControllerProcess {
   readonly nodeOptions: string;
 
   /** `nodeOptions`: instead of the Deployment's NODE_OPTIONS. */
-  constructor(kubeconfigPath: string, namespace: string, concurrency: number, nodeOptions?: string) {
-    childEntry ??= compileControllerEntry();
+  /** `entry`: the bundled bench/cluster-controller.ts (`bundleControllerEntry`). */
+  constructor(
+    entry: string,
+    kubeconfigPath: string,
+    namespace: string,
+    concurrency: number,
+    nodeOptions?: string,
+  ) {
     const env = {
       ...process.env,
       ...deployedEnv(),
       ...(nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions }),
     };
     this.nodeOptions = env.NODE_OPTIONS ?? "";
-    this.#child = fork(childEntry, [kubeconfigPath, namespace, String(concurrency)], {
+    this.#child = fork(entry, [kubeconfigPath, namespace, String(concurrency)], {
       // Node flags and environment as deploy/deployment.yaml sets them (NODE_OPTIONS …), plus
       // --expose-gc for the after-GC sample and OPSTASK_BENCH_CHILD_NODE_ARGS (e.g. --cpu-prof).
       execArgv: [

@@ -17,8 +17,8 @@
  *                            [--idle-seconds S] [--in-flight F] [--cache-mode settled|process]
  *                            [--node-options "FLAGS|FLAGS…"]
  * Defaults: N 1,000, C 3, M 10,000 (settled), D 100, S 30, F 20; about 6 minutes on 2 CPUs.
- * The controller process runs as deployed (bench/deployed-process.ts): compiled JavaScript, the
- * environment of deploy/deployment.yaml (NODE_OPTIONS, MALLOC_ARENA_MAX), its kubeconfig loaded as
+ * The controller process runs as deployed (bench/deployed-process.ts): bundled as the image bundles
+ * the CLI (scripts/bundle.ts), with the environment of deploy/deployment.yaml (NODE_OPTIONS, MALLOC_ARENA_MAX), its kubeconfig loaded as
  * `opstask controller` loads it. `--node-options` runs the memory figure once per `|`-separated
  * NODE_OPTIONS value instead (on the same tasks), to compare V8 settings. Diagnostics: OPSTASK_BENCH_TRACE=1 adds the
  * controller's pass logs to the traces of tasks with a failed write; OPSTASK_BENCH_CHILD_NODE_ARGS
@@ -45,6 +45,7 @@ import {
   table,
   waitUntil,
 } from "./cluster-support.ts";
+import { bundleControllerEntry } from "./deployed-process.ts";
 
 // ---- parameters ----------------------------------------------------------------------------------
 
@@ -162,6 +163,8 @@ interface MemoryRow {
   backlogMs: number;
   notDone: number;
   settledSample: Sample;
+  /** After `--idle-seconds` more with nothing to do (no forced GC): the steady state. */
+  idleSample: Sample;
   peakRss: number;
   cpuMs: number;
   diff: Map<string, number>;
@@ -200,7 +203,7 @@ const runAtConcurrency = async (plane: ControlPlane, c: number): Promise<void> =
   const watch = new TaskWatch(kc, namespace);
   watches.push(watch);
   await watch.start();
-  const controller = new ControllerProcess(plane.kubeconfigPath, namespace, c);
+  const controller = new ControllerProcess(childEntry, plane.kubeconfigPath, namespace, c);
   try {
     await controller.loaded;
     const startMs = await controller.start();
@@ -352,7 +355,13 @@ const measureMemory = async (
   createdMs: number,
   nodeOptionsOverride: string | undefined,
 ): Promise<void> => {
-  const controller = new ControllerProcess(plane.kubeconfigPath, namespace, c, nodeOptionsOverride);
+  const controller = new ControllerProcess(
+    childEntry,
+    plane.kubeconfigPath,
+    namespace,
+    c,
+    nodeOptionsOverride,
+  );
   try {
     const baseline = await controller.loaded;
     progress(`memory: starting the controller on them (${mode})`);
@@ -388,6 +397,11 @@ const measureMemory = async (
     const quietMs = performance.now() - started - 3_000;
     peakRss = Math.max(peakRss, settled.sample.memory.rss);
     const measured = await controller.sample(true);
+    // V8 shrinks its heap only once allocation has been low for a while (its memory reducer starts
+    // after ~8 s); what a controller holds for hours is the RSS after that.
+    progress(`memory: idle for ${params.idleSeconds} s`);
+    await sleep(params.idleSeconds * 1000);
+    const idle = await controller.sample();
     results.memory.push({
       c,
       nodeOptions: controller.nodeOptions,
@@ -400,6 +414,7 @@ const measureMemory = async (
       backlogMs: last - started,
       notDone: names.filter((name) => !succeeded(name)).length,
       settledSample: measured,
+      idleSample: idle,
       peakRss,
       cpuMs: measured.cpuMs - baseline.cpuMs,
       diff: requestDiff(baseline.requests, measured.requests),
@@ -439,6 +454,7 @@ const began = performance.now();
 const loadAtStart = loadavg()[0] ?? 0;
 progress("starting the control plane");
 const plane = await startControlPlane({ crds: druidCrds });
+const childEntry = await bundleControllerEntry();
 const stopAll = () => {
   plane.stop().finally(() => process.exit(130));
 };
@@ -592,7 +608,7 @@ table(
 if (results.memory.length > 0) {
   console.log("## 4. Memory with the cache full\n");
   console.log(
-    "The controller (in its own process) started on a namespace holding the tasks. settled: tasks created as the controller leaves a Succeeded one (finalizer, annotation, status copied from a task it ran), so it loads them and has one pass each; process: tasks created new while no controller ran, then run by it to Succeeded. RSS: before the controller started (everything imported: the bare process), the peak (sampled every second), and once quiet (before and after a forced GC).\n",
+    "The controller (in its own process) started on a namespace holding the tasks. settled: tasks created as the controller leaves a Succeeded one (finalizer, annotation, status copied from a task it ran), so it loads them and has one pass each; process: tasks created new while no controller ran, then run by it to Succeeded. RSS: before the controller started (everything imported: the bare process), the peak (sampled every second), once quiet (before and after a forced GC), and after the idle period (the steady state: V8 returns memory only after allocation has been low for a while).\n",
   );
   table(
     [
@@ -616,6 +632,8 @@ if (results.memory.length > 0) {
       "heapUsed after GC MB",
       "heapTotal after GC MB",
       "RSS − baseline MB",
+      "RSS after idle MB",
+      "heapTotal after idle MB",
     ],
     results.memory.map((r) => {
       const settled = r.settledSample.memoryAfterGc ?? r.settledSample.memory;
@@ -641,6 +659,8 @@ if (results.memory.length > 0) {
         mb(settled.heapUsed),
         mb(settled.heapTotal),
         mb(settled.rss - r.baseline.memory.rss),
+        mb(r.idleSample.memory.rss),
+        mb(r.idleSample.memory.heapTotal),
       ];
     }),
   );

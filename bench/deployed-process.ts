@@ -1,22 +1,18 @@
 /**
- * The benchmark's controller process as the Deployment runs it: compiled JavaScript (the image runs
- * `dist/`, not the TypeScript sources: type stripping alone costs ~30 MB of RSS) with the Node options
- * and environment of deploy/deployment.yaml, read from that file so that the figures follow it.
+ * The benchmark's controller process as the Deployment runs it: bundled as the image bundles the CLI
+ * (scripts/bundle.ts), with the Node options and environment of deploy/deployment.yaml, read from that
+ * file so that the figures follow it.
  */
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
+import { bundle } from "../scripts/bundle.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
-/** Compiles bench/cluster-controller.ts and what it imports into .build/bench; returns the entry. */
-export const compileControllerEntry = (): string => {
-  execFileSync(`${root}node_modules/.bin/tsc`, ["-p", `${root}bench/tsconfig.controller.json`], {
-    stdio: "inherit",
-  });
-  return `${root}.build/bench/bench/cluster-controller.js`;
-};
+/** Bundles bench/cluster-controller.ts into .build/bench; returns the entry to fork. */
+export const bundleControllerEntry = (): Promise<string> =>
+  bundle("bench/cluster-controller.ts", ".build/bench");
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);

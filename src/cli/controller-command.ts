@@ -16,7 +16,7 @@ import { etcdOpsTaskKind } from "../api/etcdopstask-kind.ts";
 import { etcdHandlerLayer, etcdHandlers } from "../handlers/etcd-registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
 import type { KubeAccess } from "../interpreters/kubernetes/kube-client-node.ts";
-import { loadKubeClient } from "../interpreters/kubernetes/kubeconfig-loader.ts";
+import { KubeconfigError, loadKubeClient } from "../interpreters/kubernetes/kubeconfig-loader.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
@@ -25,7 +25,7 @@ import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
 import { sumQueueMetrics } from "../runtime/work-queue.ts";
 import { startOpsServer } from "./ops-server.ts";
-import { type ControllerOptions, controllerHelp, readControllerOptions } from "./options.ts";
+import { type ControllerOptions, controllerHelp, OptionError, readControllerOptions } from "./options.ts";
 
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const;
 
@@ -175,7 +175,9 @@ export const controllerCommand = async (argv: ReadonlyArray<string>): Promise<nu
   }
   const options = readControllerOptions(argv);
   // The named file, else in-cluster when running in a pod, else $KUBECONFIG or ~/.kube/config.
-  const kubeConfig = await loadKubeClient(options.kubeconfig);
+  const kubeConfig = await loadKubeClient(options.kubeconfig).catch((error: unknown) => {
+    throw error instanceof KubeconfigError ? new OptionError(error.message) : error;
+  });
   const stop = new AbortController();
   process.once("SIGTERM", () => stop.abort());
   process.once("SIGINT", () => stop.abort());

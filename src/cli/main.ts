@@ -6,11 +6,8 @@
  *   machine      print the task lifecycle machine (json | mermaid | dot | svg)
  *   snapshot, maintain, get, describe, wait   the task CLI (src/cli/task; also `kubectl opstask`)
  */
-import { controllerCommand } from "./controller-command.ts";
-import { devCommand } from "./dev-command.ts";
-import { machineCommand } from "./machine-command.ts";
 import { OptionError } from "./options.ts";
-import { taskCommands } from "./task/index.ts";
+import { taskCommandNames } from "./task/names.ts";
 
 const usage = `Usage: opstask <command> [options]
 
@@ -25,11 +22,25 @@ Commands:
   wait         follow a task until it ends (exit 0 on Succeeded, 1 on Failed/Rejected)
 `;
 
-const commands: Record<string, (argv: ReadonlyArray<string>) => Promise<number>> = {
-  controller: controllerCommand,
-  dev: devCommand,
-  machine: machineCommand,
-  ...taskCommands,
+type Command = (argv: ReadonlyArray<string>) => Promise<number>;
+
+/**
+ * Each command's module is loaded only when it runs: `controller` must not carry the task CLI's and
+ * the dev cluster's dependencies (client-node alone is ~85 MB of resident memory).
+ */
+const task =
+  (name: string): Command =>
+  async (argv) => {
+    const { taskCommands } = await import("./task/index.ts");
+    const command = taskCommands[name];
+    if (command === undefined) throw new Error(`opstask: no task command "${name}"`);
+    return command(argv);
+  };
+const commands: Record<string, Command> = {
+  controller: async (argv) => (await import("./controller-command.ts")).controllerCommand(argv),
+  dev: async (argv) => (await import("./dev-command.ts")).devCommand(argv),
+  machine: async (argv) => (await import("./machine-command.ts")).machineCommand(argv),
+  ...Object.fromEntries(taskCommandNames.map((name) => [name, task(name)])),
 };
 
 const main = async (argv: ReadonlyArray<string>): Promise<number> => {

@@ -116,6 +116,19 @@ const splitKey = (key: string): [string, string] => {
   return [key.slice(0, at), key.slice(at + 1)];
 };
 
+/**
+ * What peers' admission reads of a task: its state and whether it is being deleted. One string per
+ * combination (kept per task to spot changes; a template string per task would be one copy each).
+ */
+const peerSignatures = new Map<string, string>();
+const peerSignature = (state: string | undefined, deleting: boolean): string => {
+  const text = `${state ?? "-"}|${deleting ? "deleting" : ""}`;
+  const known = peerSignatures.get(text);
+  if (known !== undefined) return known;
+  peerSignatures.set(text, text);
+  return text;
+};
+
 export const runController = <Task, R>(
   options: ControllerOptions<Task, R>,
 ): Effect.Effect<ControllerHandle, never, Scope.Scope | R | TaskWriter | EventRecorder> =>
@@ -152,29 +165,38 @@ export const runController = <Task, R>(
 
     // Tasks by admission group (`namespace/group`), kept from the change stream: admission and peer
     // wake-ups read one group, never the whole namespace (that was quadratic in the number of tasks).
-    const groupMembers = new Map<string, Set<string>>();
+    // Most groups have one task (one etcd, one task): such a group holds the key itself, not a Set.
+    const groupMembers = new Map<string, string | Set<string>>();
     const groupOfKey = new Map<string, string>();
     const regroup = (key: string, group: string | undefined): void => {
       const previous = groupOfKey.get(key);
       if (previous === group) return;
       if (previous !== undefined) {
         const members = groupMembers.get(previous);
-        members?.delete(key);
-        if (members?.size === 0) groupMembers.delete(previous);
+        if (members === key) groupMembers.delete(previous);
+        else if (typeof members !== "string" && members !== undefined) {
+          members.delete(key);
+          if (members.size === 1) groupMembers.set(previous, members.values().next().value ?? "");
+        }
       }
       if (group === undefined) {
         groupOfKey.delete(key);
         return;
       }
       groupOfKey.set(key, group);
-      const members = groupMembers.get(group) ?? new Set<string>();
-      members.add(key);
-      groupMembers.set(group, members);
+      const members = groupMembers.get(group);
+      if (members === undefined) groupMembers.set(group, key);
+      else if (typeof members === "string") groupMembers.set(group, new Set([members, key]));
+      else members.add(key);
+    };
+    const membersOf = (group: string): ReadonlyArray<string> => {
+      const members = groupMembers.get(group);
+      return members === undefined ? [] : typeof members === "string" ? [members] : [...members];
     };
 
     /** The facts of every cached task of a group. */
     const groupFacts = (group: string): TaskFacts[] =>
-      [...(groupMembers.get(group) ?? [])].flatMap((member) => {
+      membersOf(group).flatMap((member) => {
         const [namespace, name] = splitKey(member);
         const object = informer.get(namespace, name);
         const facts = object === undefined ? undefined : factsOf(object);
@@ -504,7 +526,10 @@ export const runController = <Task, R>(
             yield* enqueue(key, change.type === "ADDED" ? "object added" : "object changed");
           if (facts === undefined || groupKey === undefined) return;
           // What peers' admission reads of this task: its state and whether it is being deleted.
-          const signature = `${facts.status.state ?? "-"}|${object.metadata.deletionTimestamp === undefined ? "" : "deleting"}`;
+          const signature = peerSignature(
+            facts.status.state,
+            object.metadata.deletionTimestamp !== undefined,
+          );
           const changed = change.type !== "MODIFIED" || seenByPeers.get(object.metadata.uid) !== signature;
           seenByPeers.set(object.metadata.uid, signature);
           if (change.type === "DELETED") seenByPeers.delete(object.metadata.uid);
@@ -544,9 +569,7 @@ export const runController = <Task, R>(
     // Level-triggered safety net: re-derive every task's next step now and then.
     yield* Effect.gen(function* () {
       yield* informer.synced;
-      for (const object of informer.list()) {
-        yield* enqueue(objectKey(object.metadata.namespace, object.metadata.name), "resync");
-      }
+      for (const key of informer.keys()) yield* enqueue(key, "resync");
     }).pipe(
       Effect.repeat(Schedule.spaced(options.resyncInterval ?? Duration.minutes(10))),
       Effect.forkScoped,

@@ -119,6 +119,8 @@ export interface Informer {
   readonly get: (namespace: string, name: string) => KubeObject | undefined;
   /** Every cached object (of one namespace, if given). */
   readonly list: (namespace?: string) => ReadonlyArray<KubeObject>;
+  /** The keys (`namespace/name`) of every cached object. */
+  readonly keys: () => ReadonlyArray<string>;
   /** Completes once the first LIST is in the cache (never, while LIST keeps failing: retried, logged). */
   readonly synced: Effect.Effect<void>;
   /**
@@ -414,23 +416,34 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
     const describeEnd = (end: SessionEnd): string =>
       end._tag === "Failed" ? `${end.error.code} ${end.error.reason}: ${end.error.message}` : end._tag;
 
+    /**
+     * One LIST into the cache; false if it failed (logged). Its own generator: the list must not
+     * outlive it in a frame of the long-running loop below (a relist would hold two copies at once).
+     */
+    const relist = Effect.gen(function* () {
+      const listed = yield* Effect.result(listAll);
+      if (Result.isFailure(listed)) {
+        stats.failures += 1;
+        const error = listed.failure;
+        yield* Effect.logWarning(
+          `informer ${plural}: list failed: ${error.code} ${error.reason}: ${error.message}`,
+        );
+        return false;
+      }
+      applyList(listed.success);
+      return true;
+    });
+
     const run = Effect.gen(function* () {
       let failures = 0;
       let needList = true;
       for (;;) {
         if (needList || resourceVersion === undefined) {
-          const listed = yield* Effect.result(listAll);
-          if (Result.isFailure(listed)) {
-            stats.failures += 1;
-            const error = listed.failure;
-            yield* Effect.logWarning(
-              `informer ${plural}: list failed: ${error.code} ${error.reason}: ${error.message}`,
-            );
+          if (!(yield* relist)) {
             yield* backoff(failures);
             failures += 1;
             continue;
           }
-          applyList(listed.success);
           needList = false;
           yield* Deferred.succeed(synced, undefined);
         }
@@ -500,6 +513,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
 
     const informer: Informer = {
       get: (ns, name) => cache.get(objectKey(ns, name))?.object,
+      keys: () => [...cache.keys()],
       list: (ns) =>
         [...cache.values()]
           .map((entry) => entry.object)

@@ -1,5 +1,6 @@
 /**
- * Leader election with two controller processes (the real `opstask controller` command): the leader is
+ * Leader election with two controller processes (the real `opstask controller` command, bundled as the
+ * image bundles it: scripts/bundle.ts, so the image's artifact runs a real snapshot here): the leader is
  * killed with SIGKILL while a snapshot request is in flight; the standby takes the Lease after it
  * expires (15 s lease, client-go's timings) and finishes the task. The snapshot request is repeated at
  * most once: the killed leader never persisted its result (the at-least-once rule).
@@ -10,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { CoordinationV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bundle } from "../../scripts/bundle.ts";
 import type { TaskStatus } from "../../src/api/status.ts";
 import { createReadyEtcd } from "../../src/devcluster/ready-etcd.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
@@ -28,12 +30,13 @@ describe("leader election: failover while a task executes", () => {
   let standIn: Server;
   const posts: number[] = [];
   const controllers = new Map<number, ChildProcess>();
+  let binary = "";
 
   const startControllerProcess = (port: number): ChildProcess => {
     const child = spawn(
       process.execPath,
       [
-        join(repoRoot, "src", "cli", "main.ts"),
+        binary,
         "controller",
         `--kubeconfig=${cluster().kubeconfigPath}`,
         `--namespace=${namespace}`,
@@ -63,6 +66,7 @@ describe("leader election: failover while a task executes", () => {
   };
 
   beforeAll(async () => {
+    binary = await bundle("src/cli/main.ts", ".build/test-failover");
     kc = cluster().makeKubeConfig();
     namespace = await createTestNamespace(kc, "failover");
     // The backup-restore stand-in answers a snapshot after 4 s, so that the leader dies mid-request.

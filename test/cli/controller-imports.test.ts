@@ -1,0 +1,57 @@
+/**
+ * What `opstask controller` loads: its resident memory is a target (≤ 150 MB with 10,000 tasks,
+ * `scripts/bench cluster`), and one stray import undoes it. client-node (its generated API: ~85 MB
+ * RSS), the Effect barrel, the task CLI and the dev cluster must stay out of the controller process.
+ */
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { makeTaskCommands } from "../../src/cli/task/index.ts";
+import { taskCommandNames } from "../../src/cli/task/names.ts";
+import { repoRoot } from "../support/cluster.ts";
+
+const run = (...args: string[]): { loaded: string[]; stderr: string } => {
+  let stderr = "";
+  try {
+    execFileSync(
+      process.execPath,
+      [
+        "--import",
+        join(repoRoot, "test/cli/fixtures/record-loads.mjs"),
+        join(repoRoot, "src/cli/main.ts"),
+        ...args,
+      ],
+      { encoding: "utf8", stdio: ["ignore", "ignore", "pipe"], timeout: 30_000 },
+    );
+  } catch (error) {
+    stderr = String((error as { stderr?: unknown }).stderr ?? "");
+  }
+  const lines = stderr.split("\n");
+  return {
+    loaded: lines.filter((line) => line.startsWith("loaded ")).map((line) => line.slice("loaded ".length)),
+    stderr: lines.filter((line) => !line.startsWith("loaded ")).join("\n"),
+  };
+};
+
+describe("opstask controller's imports", () => {
+  it("loads neither client-node nor the effect barrel nor other commands' modules", () => {
+    // A kubeconfig that does not exist: the command gets as far as reading it, then exits 2.
+    const { loaded, stderr } = run("controller", "--kubeconfig", "/nonexistent/kubeconfig");
+    expect(stderr).toContain("opstask controller: kubeconfig /nonexistent/kubeconfig cannot be read");
+    expect(loaded.some((url) => url.includes("/src/cli/controller-command.ts"))).toBe(true);
+    const unwanted = loaded.filter(
+      (url) =>
+        url.includes("/@kubernetes/client-node/") ||
+        url.endsWith("/effect/dist/index.js") ||
+        url.includes("/src/cli/task/index.ts") ||
+        url.includes("/src/devcluster/"),
+    );
+    expect(unwanted).toEqual([]);
+  });
+
+  it("main.ts knows every task command by name", () => {
+    const quiet = { write: () => {}, isTTY: false };
+    const commands = makeTaskCommands(() => ({ stdout: quiet, stderr: quiet, env: {}, program: "opstask" }));
+    expect(Object.keys(commands).sort()).toEqual([...taskCommandNames].sort());
+  });
+});
