@@ -608,7 +608,7 @@ table(
 if (results.memory.length > 0) {
   console.log("## 4. Memory with the cache full\n");
   console.log(
-    "The controller (in its own process) started on a namespace holding the tasks. settled: tasks created as the controller leaves a Succeeded one (finalizer, annotation, status copied from a task it ran), so it loads them and has one pass each; process: tasks created new while no controller ran, then run by it to Succeeded. RSS: before the controller started (everything imported: the bare process), the peak (sampled every second), once quiet (before and after a forced GC), and after the idle period (the steady state: V8 returns memory only after allocation has been low for a while).\n",
+    "The controller (in its own process) started on a namespace holding the tasks. settled: tasks created as the controller leaves a Succeeded one (finalizer, annotation, status copied from a task it ran, its times moved and run IDs made unique per task), so it loads them and has one pass each; process: tasks created new while no controller ran, then run by it to Succeeded. RSS: before the controller started (everything imported: the bare process), the peak (sampled every second), once quiet (before and after a forced GC), and after the idle period (the steady state: V8 returns memory only after allocation has been low for a while).\n",
   );
   table(
     [
