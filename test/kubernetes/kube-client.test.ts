@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createNetServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { toKubeError } from "../../src/interpreters/kubernetes/errors.ts";
 import {
@@ -202,5 +203,44 @@ describe("KubeClient.watch", () => {
     controller.abort();
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(aborted.every((end) => end === null)).toBe(true);
+  });
+});
+
+describe("KubeClient on a kept-alive connection the server has closed", () => {
+  it("sends the request once more on a new connection", async () => {
+    // A raw server: answers the first request of each connection and keeps it open; on the second
+    // request of a connection it drops the connection unanswered, as a server whose idle timeout fired.
+    const connections: number[] = [];
+    const raw = createNetServer((socket) => {
+      const index = connections.length;
+      connections.push(0);
+      socket.on("data", () => {
+        connections[index] = (connections[index] ?? 0) + 1;
+        if ((connections[index] ?? 0) > 1) {
+          socket.resetAndDestroy();
+          return;
+        }
+        const body = `{"n":${index}}`;
+        socket.write(
+          `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: keep-alive\r\n\r\n${body}`,
+        );
+      });
+    });
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    const address = raw.address();
+    const port = typeof address === "object" && address !== null ? address.port : 0;
+    const kept = makeKubeClient({
+      server: `http://127.0.0.1:${port}`,
+      credentials: async () => ({ headers: {} }),
+    });
+    try {
+      expect((await kept.request({ method: "GET", path: "/a" })).body).toEqual({ n: 0 });
+      // Reuses the kept-alive socket, which the server resets: answered by a new connection.
+      expect((await kept.request({ method: "GET", path: "/b" })).body).toEqual({ n: 1 });
+      expect(connections).toEqual([2, 1]);
+    } finally {
+      kept.close();
+      await new Promise((resolve) => raw.close(resolve));
+    }
   });
 });

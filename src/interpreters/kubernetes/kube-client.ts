@@ -106,6 +106,12 @@ const parseBody = (text: string): unknown => {
   }
 };
 
+/** The errors of a request sent on a connection the other side had already closed. */
+const isStaleConnection = (error: Error): boolean => {
+  const code: unknown = Reflect.get(error, "code");
+  return code === "ECONNRESET" || code === "EPIPE";
+};
+
 const credentialKey = (server: string, c: Credentials): string =>
   [
     server,
@@ -170,23 +176,39 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
     };
     const url = new URL(`${prefix}${request.path}${queryString(request.query)}`, base);
     const transport = secure ? https : http;
-    return new Promise((resolve, reject) => {
-      const outgoing = transport.request(url, {
-        method: request.method,
-        headers,
-        agent: agentFor(credentials),
-        ...(signal === undefined ? {} : { signal }),
+    const attempt = (retried: boolean): Promise<http.IncomingMessage> =>
+      new Promise((resolve, reject) => {
+        let answered = false;
+        const outgoing = transport.request(url, {
+          method: request.method,
+          headers,
+          agent: agentFor(credentials),
+          ...(signal === undefined ? {} : { signal }),
+        });
+        outgoing.once("response", (response) => {
+          answered = true;
+          resolve(response);
+        });
+        outgoing.on("error", (error) => {
+          if (answered) return;
+          // A kept-alive connection the server closed just as we sent on it (its idle timeout): the
+          // request goes once more, on a new connection, as Go's transport does for client-go. Every
+          // request opstask sends is safe to repeat: reads; writes guarded by a resourceVersion or UID
+          // precondition or idempotent (a status merge patch); creates whose repeat is a 409 the
+          // caller expects (Jobs) or a harmless second Event.
+          if (!retried && outgoing.reusedSocket && isStaleConnection(error) && signal?.aborted !== true) {
+            resolve(attempt(true));
+            return;
+          }
+          reject(
+            new ApiCallError(0, `${request.method} ${request.path}: ${error.message}`, undefined, {
+              cause: error,
+            }),
+          );
+        });
+        outgoing.end(payload);
       });
-      outgoing.once("response", resolve);
-      outgoing.on("error", (error) =>
-        reject(
-          new ApiCallError(0, `${request.method} ${request.path}: ${error.message}`, undefined, {
-            cause: error,
-          }),
-        ),
-      );
-      outgoing.end(payload);
-    });
+    return attempt(false);
   };
 
   const readText = (response: http.IncomingMessage): Promise<string> =>
