@@ -1,15 +1,15 @@
 /**
  * Kubernetes Jobs as an Effect service, for handlers that run their work in a Job (the snapshot
  * compaction task). Three calls, each one API request: create, get and delete (background propagation,
- * so the Job's pods go too). Implementations: client-node (`jobs-kubernetes.ts`) and in memory
+ * so the Job's pods go too). Implementations: the apiserver (`jobs-kubernetes.ts`) and in memory
  * (`jobs-memory.ts`).
  *
  * Failures are the API's own `KubeError`s, so callers match on `reason`: a create whose name is taken
  * fails with `Conflict` (409 AlreadyExists), a get or delete of a missing Job with `NotFound`, and a
  * delete whose UID precondition does not hold with `Conflict`.
  *
- * Jobs are written in their wire form (client-node's `V1Job`) and read back reduced to what a handler
- * decides on (`JobInfo`), so handlers never see client-node's classes or dates.
+ * Jobs are written in their wire form (typed with client-node's `V1Job`, a type only) and read back
+ * reduced to what a handler decides on (`JobInfo`).
  */
 import type { V1Job } from "@kubernetes/client-node";
 import * as Context from "effect/Context";

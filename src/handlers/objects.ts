@@ -2,7 +2,7 @@
  * The Kubernetes objects handlers read besides the Etcd, reduced to the fields they use: a StatefulSet
  * (its controller reference and pod-template secret volumes, contract §1.11) and a Secret (its data,
  * base64-decoded). Everything else in the object is accepted and dropped, so the same decoding works on
- * raw JSON (in-memory reader) and on client-node's deserialised models, which omit absent fields.
+ * raw JSON, from the apiserver or the in-memory reader.
  */
 import * as Result from "effect/Result";
 import * as Schema from "effect/Schema";

@@ -1,9 +1,9 @@
 /**
  * A list-watch cache of one namespaced custom resource (in one namespace or all), in Effect.
  *
- * Written over client-node's `Watch` rather than its `makeInformer`/`ListWatch`, which stops for good on
- * any error other than 410, never asks for bookmarks and cannot be told to time out (notes/libraries
- * §4.4). The loop:
+ * Written over opstask's `KubeClient` (LIST and a watch stream) rather than client-node's
+ * `makeInformer`/`ListWatch`, which stops for good on any error other than 410, never asks for
+ * bookmarks and cannot be told to time out (notes/libraries §4.4). The loop:
  *
  *   LIST (paginated) ─▶ WATCH from the list's resourceVersion (allowWatchBookmarks, timeoutSeconds)
  *      ▲                   │ events and bookmarks move the resourceVersion on
