@@ -1,6 +1,7 @@
 /**
- * Leader election with two controller processes (the real `opstask controller` command, bundled as the
- * image bundles it: scripts/bundle.ts, so the image's artifact runs a real snapshot here): the leader is
+ * Leader election with two controller processes (the real `opstask controller` command as deployed:
+ * bundled as the image bundles it, scripts/bundle.ts, with the Deployment's NODE_OPTIONS and env, so
+ * the shipped artifact and settings run a real snapshot here): the leader is
  * killed with SIGKILL while a snapshot request is in flight; the standby takes the Lease after it
  * expires (15 s lease, client-go's timings) and finishes the task. The snapshot request is repeated at
  * most once: the killed leader never persisted its result (the at-least-once rule).
@@ -15,6 +16,7 @@ import { bundle } from "../../scripts/bundle.ts";
 import type { TaskStatus } from "../../src/api/status.ts";
 import { createReadyEtcd } from "../../src/devcluster/ready-etcd.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
+import { deployedEnv } from "../support/deployed-env.ts";
 import { waitFor } from "../support/wait.ts";
 
 const crds = ["druid.gardener.cloud_etcdopstasks.yaml", "druid.gardener.cloud_etcds.yaml"].map((file) =>
@@ -48,7 +50,7 @@ describe("leader election: failover while a task executes", () => {
         "--probe-address=0",
         "--log-level=warn",
       ],
-      { stdio: ["ignore", "ignore", "pipe"] },
+      { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...deployedEnv() } },
     );
     if (child.pid !== undefined) controllers.set(child.pid, child);
     return child;
