@@ -191,3 +191,36 @@ describe("loadKubeClient", () => {
     }
   });
 });
+
+describe("loadKubeClient with several files in $KUBECONFIG", () => {
+  it("merges them through client-node, as kubectl does", async () => {
+    const first = join(dir, "first");
+    const second = join(dir, "second");
+    writeFileSync(first, kubeconfig({ server: "https://first.example:6443" }, { token: "a" }));
+    writeFileSync(
+      second,
+      stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [{ name: "other", cluster: { server: "https://second.example:6443" } }],
+        users: [],
+        contexts: [],
+      }),
+    );
+    vi.stubEnv("KUBERNETES_SERVICE_HOST", undefined);
+    vi.stubEnv("KUBECONFIG", `${first}:${second}`);
+    const client = await loadKubeClient();
+    expect(client.server).toBe("https://first.example:6443");
+  });
+
+  it("names the files when the merged config has no usable cluster", async () => {
+    const only = join(dir, "empty");
+    writeFileSync(
+      only,
+      stringify({ apiVersion: "v1", kind: "Config", clusters: [], users: [], contexts: [] }),
+    );
+    vi.stubEnv("KUBERNETES_SERVICE_HOST", undefined);
+    vi.stubEnv("KUBECONFIG", `${only}:${only}`);
+    await expect(loadKubeClient()).rejects.toThrow(/\$KUBECONFIG \(.*empty:.*empty\): .*no current cluster/);
+  });
+});

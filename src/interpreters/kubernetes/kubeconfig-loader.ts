@@ -158,11 +158,18 @@ export const kubeconfigSource = (source: string, path: string): KubeClientSource
 };
 
 /** client-node reads what opstask does not (see the file comment); loaded only for such a kubeconfig. */
-const viaClientNode = async (load: (kubeConfig: import("@kubernetes/client-node").KubeConfig) => void) => {
+const viaClientNode = async (
+  where: string,
+  load: (kubeConfig: import("@kubernetes/client-node").KubeConfig) => void,
+): Promise<KubeClient> => {
   const { KubeConfig } = await import("@kubernetes/client-node");
   const kubeConfig = new KubeConfig();
-  load(kubeConfig);
-  return kubeClientOf(kubeConfig);
+  try {
+    load(kubeConfig);
+    return kubeClientOf(kubeConfig);
+  } catch (error) {
+    throw new KubeconfigError(`${where}: ${error instanceof Error ? error.message : String(error)}`);
+  }
 };
 
 const readKubeconfig = async (path: string): Promise<KubeClient> => {
@@ -175,7 +182,7 @@ const readKubeconfig = async (path: string): Promise<KubeClient> => {
     );
   }
   const parsed = kubeconfigSource(source, path);
-  return parsed === undefined ? viaClientNode((kc) => kc.loadFromFile(path)) : makeKubeClient(parsed);
+  return parsed === undefined ? viaClientNode(path, (kc) => kc.loadFromFile(path)) : makeKubeClient(parsed);
 };
 
 /**
@@ -186,6 +193,7 @@ export const loadKubeClient = async (path?: string): Promise<KubeClient> => {
   if (path !== undefined && path !== "") return readKubeconfig(path);
   if (process.env.KUBERNETES_SERVICE_HOST !== undefined) return makeKubeClient(inClusterSource());
   const fromEnv = (process.env.KUBECONFIG ?? "").split(":").filter((p) => p !== "");
-  if (fromEnv.length > 1) return viaClientNode((kc) => kc.loadFromDefault());
+  if (fromEnv.length > 1)
+    return viaClientNode(`$KUBECONFIG (${fromEnv.join(":")})`, (kc) => kc.loadFromDefault());
   return readKubeconfig(fromEnv[0] ?? join(homedir(), ".kube", "config"));
 };
