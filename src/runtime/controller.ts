@@ -194,9 +194,10 @@ export const runController = <Task, R>(
       return members === undefined ? [] : typeof members === "string" ? [members] : [...members];
     };
 
-    /** The facts of every cached task of a group. */
-    const groupFacts = (group: string): TaskFacts[] =>
+    /** The facts of every cached task of a group but `except` (the caller's own task, decoded already). */
+    const groupFacts = (group: string, except?: string): TaskFacts[] =>
       membersOf(group).flatMap((member) => {
+        if (member === except) return [];
         const [namespace, name] = splitKey(member);
         const object = informer.get(namespace, name);
         const facts = object === undefined ? undefined : factsOf(object);
@@ -452,7 +453,7 @@ export const runController = <Task, R>(
         const runId = `${now.toString(36)}-${runSerial.toString(36)}`;
         const input: PassInput = {
           task: observe(facts, supported),
-          peers: groupKey === undefined ? [] : peersOf(facts, groupFacts(groupKey)),
+          peers: groupKey === undefined ? [] : peersOf(facts, groupFacts(groupKey, key)),
           now,
           runId,
           retries: retryState.retries,
@@ -534,7 +535,7 @@ export const runController = <Task, R>(
           seenByPeers.set(object.metadata.uid, signature);
           if (change.type === "DELETED") seenByPeers.delete(object.metadata.uid);
           if (!changed) return;
-          for (const peer of groupFacts(groupKey)) {
+          for (const peer of groupFacts(groupKey, key)) {
             if (peer.metadata.uid !== object.metadata.uid && !isTerminal(peer.status.state)) {
               yield* enqueue(objectKey(peer.metadata.namespace, peer.metadata.name), "peer changed");
             }

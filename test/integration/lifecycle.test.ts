@@ -248,6 +248,10 @@ describe("task lifecycle against a real API server", () => {
     handlers.scripts.set("restart", { execute: [{ hang: true }] });
     await create("restart", "etcd-restart", 3600);
     await stateOf("restart", "InProgress");
+    // Mid-task means while the Execute call runs: InProgress is written just before the call starts.
+    await waitFor("the first Execute call", () =>
+      handlers.calls.some((call) => call.task === "restart" && call.phase === "execute") ? true : undefined,
+    );
     await controller.stop();
     controller = await startController(kc, handlers.registry, {}, namespace);
     await stateOf("restart", "Succeeded");
