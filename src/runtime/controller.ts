@@ -19,6 +19,7 @@ import * as Clock from "effect/Clock";
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as FiberMap from "effect/FiberMap";
+import * as Predicate from "effect/Predicate";
 import * as Schedule from "effect/Schedule";
 import type * as Scope from "effect/Scope";
 import * as Stream from "effect/Stream";
@@ -234,7 +235,10 @@ export const runController = <Task, R>(
         effect._tag === "AddFinalizer"
           ? writer.addFinalizer(target, effect.finalizer, effect.machineVersion)
           : effect._tag === "PatchStatus"
-            ? writer.patchStatus(target, effect.patch)
+            ? writer.patchStatus(
+                { ...target, hasStatus: Predicate.isObject(running.object.status) },
+                effect.patch,
+              )
             : effect._tag === "DeleteTask"
               ? writer.deleteTask(target)
               : effect._tag === "RemoveFinalizer"

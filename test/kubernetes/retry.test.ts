@@ -113,7 +113,7 @@ describe("TaskWriter retries only retryable failures", () => {
     run(
       Effect.gen(function* () {
         const writer = yield* TaskWriter;
-        const result = yield* writer.patchStatus(target, { state: "Pending" });
+        const result = yield* writer.patchStatus({ ...target, hasStatus: true }, { state: "Pending" });
         assert.strictEqual(result.metadata.resourceVersion, "8");
         const counter = yield* KubeRequests;
         assert.deepStrictEqual(counter.snapshot(), [
@@ -127,8 +127,11 @@ describe("TaskWriter retries only retryable failures", () => {
             request.url,
             "/apis/druid.gardener.cloud/v1alpha1/namespaces/ns/etcdopstasks/t/status",
           );
-          assert.strictEqual(request.contentType, "application/merge-patch+json");
-          assert.deepStrictEqual(JSON.parse(request.body), { status: { state: "Pending" } });
+          assert.strictEqual(request.contentType, "application/json-patch+json");
+          assert.deepStrictEqual(JSON.parse(request.body), [
+            { op: "test", path: "/metadata/uid", value: "uid-1" },
+            { op: "add", path: "/status/state", value: "Pending" },
+          ]);
         }
       }),
       [
@@ -183,7 +186,7 @@ describe("TaskWriter retries only retryable failures", () => {
     run(
       Effect.gen(function* () {
         const writer = yield* TaskWriter;
-        yield* writer.patchStatus(target, { state: "Pending" });
+        yield* writer.patchStatus({ ...target, hasStatus: true }, { state: "Pending" });
         assert.strictEqual((yield* KubeRequests).count("patch", 0), 1);
         assert.strictEqual((yield* KubeRequests).count("patch", 200), 1);
       }),
@@ -195,7 +198,7 @@ describe("TaskWriter retries only retryable failures", () => {
     run(
       Effect.gen(function* () {
         const writer = yield* TaskWriter;
-        const object = yield* writer.patchStatus(target, { state: "Pending" });
+        const object = yield* writer.patchStatus({ ...target, hasStatus: true }, { state: "Pending" });
         assert.strictEqual(object.metadata.resourceVersion, "8");
         assert.strictEqual((yield* KubeRequests).count("patch", 0), 1);
       }),
@@ -207,7 +210,9 @@ describe("TaskWriter retries only retryable failures", () => {
     run(
       Effect.gen(function* () {
         const writer = yield* TaskWriter;
-        const result = yield* Effect.result(writer.patchStatus(target, { state: "Pending" }));
+        const result = yield* Effect.result(
+          writer.patchStatus({ ...target, hasStatus: true }, { state: "Pending" }),
+        );
         assert.isTrue(Result.isFailure(result) && result.failure.reason === "NotFound");
       }),
       [{ code: 200, body: object("8", "uid-2") }],

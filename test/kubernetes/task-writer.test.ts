@@ -87,27 +87,68 @@ describe("addFinalizer / removeFinalizer: metadata merge patch with a resourceVe
   );
 });
 
-describe("patchStatus: status merge patch without a precondition", () => {
-  it.live("succeeds after someone else's edit, and null removes a field", () =>
+/** A status write's target: the object as read, with whether it had a status. */
+const statusTarget = (object: KubeObject) => ({ ...object.metadata, hasStatus: object.status !== undefined });
+
+describe("patchStatus: JSON patch of the changed fields, guarded by the UID", () => {
+  it.live("the first write adds the whole status, preconditioned on the resourceVersion", () =>
     withCluster((ns, t) =>
       Effect.gen(function* () {
         const created = yield* promise(() => t.create(ns, "d"));
-        yield* promise(() => t.patch(ns, "d", { metadata: { labels: { edited: "yes" } } }));
+        const edited = yield* promise(() => t.patch(ns, "d", { metadata: { labels: { edited: "yes" } } }));
         const writer = yield* TaskWriter;
-        const first = yield* writer.patchStatus(target(created), {
+        const stale = yield* Effect.result(writer.patchStatus(statusTarget(created), { state: "Pending" }));
+        assert.isTrue(Result.isFailure(stale) && stale.failure.reason === "Conflict");
+        assert.isUndefined((yield* promise(() => t.get(ns, "d"))).status);
+        const first = yield* writer.patchStatus(statusTarget(edited), {
           state: "Pending",
           lastTransitionTime: "2026-11-22T00:00:00Z",
+          startedAt: null,
         });
         assert.deepStrictEqual(first.status, {
           state: "Pending",
           lastTransitionTime: "2026-11-22T00:00:00Z",
         });
         assert.strictEqual((first.metadata.labels as Record<string, string>).edited, "yes");
-        const second = yield* writer.patchStatus(target(created), {
-          lastTransitionTime: null,
-          state: "InProgress",
-        });
-        assert.deepStrictEqual(second.status, { state: "InProgress" });
+      }),
+    ),
+  );
+
+  it.live(
+    "later writes change single fields without a resourceVersion precondition; null removes a field",
+    () =>
+      withCluster((ns, t) =>
+        Effect.gen(function* () {
+          yield* promise(() => t.create(ns, "later"));
+          const read = yield* promise(() =>
+            t.patchStatus(ns, "later", { state: "Pending", lastTransitionTime: "2026-11-22T00:00:00Z" }),
+          );
+          yield* promise(() => t.patch(ns, "later", { metadata: { labels: { edited: "yes" } } }));
+          const writer = yield* TaskWriter;
+          const second = yield* writer.patchStatus(statusTarget(read), {
+            lastTransitionTime: null,
+            state: "InProgress",
+          });
+          assert.deepStrictEqual(second.status, { state: "InProgress" });
+          assert.strictEqual((second.metadata.labels as Record<string, string>).edited, "yes");
+          const third = yield* writer.patchStatus(statusTarget(read), { startedAt: "2026-11-22T00:00:01Z" });
+          assert.deepStrictEqual(third.status, { state: "InProgress", startedAt: "2026-11-22T00:00:01Z" });
+        }),
+      ),
+  );
+
+  it.live("a status written by someone else since a read without one is a Conflict, and is kept", () =>
+    withCluster((ns, t) =>
+      Effect.gen(function* () {
+        const created = yield* promise(() => t.create(ns, "s"));
+        yield* promise(() => t.patchStatus(ns, "s", { state: "Pending" }));
+        const writer = yield* TaskWriter;
+        const stale = yield* Effect.result(
+          writer.patchStatus(statusTarget(created), { lastTransitionTime: "2026-11-22T00:00:00Z" }),
+        );
+        assert.isTrue(Result.isFailure(stale) && stale.failure.reason === "Conflict");
+        assert.deepStrictEqual((yield* promise(() => t.get(ns, "s"))).status, { state: "Pending" });
+        assert.strictEqual((yield* KubeRequests).count("patch", 422), 1);
       }),
     ),
   );
@@ -117,16 +158,38 @@ describe("patchStatus: status merge patch without a precondition", () => {
       Effect.gen(function* () {
         const created = yield* promise(() => t.create(ns, "e"));
         const writer = yield* TaskWriter;
-        const invalid = yield* Effect.result(writer.patchStatus(target(created), { state: "Bogus" }));
+        const invalid = yield* Effect.result(writer.patchStatus(statusTarget(created), { state: "Bogus" }));
         assert.isTrue(Result.isFailure(invalid) && invalid.failure.reason === "Invalid");
         if (Result.isFailure(invalid)) assert.include(invalid.failure.message, "status.state");
         const missing = yield* Effect.result(
-          writer.patchStatus({ ...target(created), name: "nope" }, { state: "Pending" }),
+          writer.patchStatus({ ...statusTarget(created), name: "nope" }, { state: "Pending" }),
         );
         assert.isTrue(Result.isFailure(missing) && missing.failure.reason === "NotFound");
         assert.strictEqual((yield* KubeRequests).count("patch"), 2);
       }),
     ),
+  );
+
+  it.live(
+    "a late write for the old UID of a re-created name is a Conflict and leaves the namesake alone",
+    () =>
+      withCluster((ns, t) =>
+        Effect.gen(function* () {
+          const old = yield* promise(() => t.create(ns, "h"));
+          const oldWithStatus = yield* promise(() => t.patchStatus(ns, "h", { state: "InProgress" }));
+          yield* promise(() => t.delete(ns, "h"));
+          const namesake = yield* promise(() => t.create(ns, "h"));
+          const writer = yield* TaskWriter;
+          for (const target of [statusTarget(old), statusTarget(oldWithStatus)]) {
+            const result = yield* Effect.result(writer.patchStatus(target, { state: "Succeeded" }));
+            assert.isTrue(Result.isFailure(result) && result.failure.reason === "Conflict");
+          }
+          const stored = yield* promise(() => t.get(ns, "h"));
+          assert.isUndefined(stored.status);
+          assert.strictEqual(stored.metadata.resourceVersion, namesake.metadata.resourceVersion);
+          assert.strictEqual((yield* KubeRequests).count("patch", 422), 2);
+        }),
+      ),
   );
 });
 
@@ -155,19 +218,6 @@ describe("deleteTask: DELETE with a UID precondition", () => {
         assert.strictEqual(stored.metadata.uid, namesake.metadata.uid);
         assert.isUndefined(stored.metadata.deletionTimestamp);
         assert.strictEqual((yield* KubeRequests).count("delete", 409), 1);
-      }),
-    ),
-  );
-
-  it.live("a status patch for the old UID of a re-created name is reported as NotFound", () =>
-    withCluster((ns, t) =>
-      Effect.gen(function* () {
-        const old = yield* promise(() => t.create(ns, "h"));
-        yield* promise(() => t.delete(ns, "h"));
-        yield* promise(() => t.create(ns, "h"));
-        const writer = yield* TaskWriter;
-        const result = yield* Effect.result(writer.patchStatus(target(old), { state: "Pending" }));
-        assert.isTrue(Result.isFailure(result) && result.failure.reason === "NotFound");
       }),
     ),
   );

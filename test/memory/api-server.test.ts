@@ -90,6 +90,48 @@ describe("memory API server", () => {
     expect(get(server).status).toEqual({ state: "Pending" });
   });
 
+  it("applies a JSON patch of the status subresource to the whole object, keeping only status", () => {
+    const { server, created } = setup();
+    const uid = String(meta(created).uid);
+    const first = server.jsonPatchStatus(namespace, "t", [
+      { op: "test", path: "/metadata/uid", value: uid },
+      { op: "add", path: "/status", value: { state: "Pending", startedAt: "x" } },
+      { op: "add", path: "/metadata/labels", value: { ignored: "yes" } },
+    ]);
+    expect(first.ok).toBe(true);
+    expect(get(server).status).toEqual({ state: "Pending", startedAt: "x" });
+    expect(meta(get(server)).labels).toBeUndefined();
+    server.jsonPatchStatus(namespace, "t", [
+      { op: "add", path: "/status/state", value: "InProgress" },
+      { op: "remove", path: "/status/startedAt" },
+    ]);
+    expect(get(server).status).toEqual({ state: "InProgress" });
+  });
+
+  it("answers 422 with the apiserver's text, and writes nothing, when a JSON patch does not apply", () => {
+    const { server } = setup();
+    const before = get(server);
+    const refusals = [
+      [
+        { op: "test", path: "/metadata/uid", value: "someone-else" },
+        { op: "add", path: "/status", value: {} },
+      ],
+      [{ op: "add", path: "/status/state", value: "Pending" }],
+      [
+        { op: "add", path: "/status", value: {} },
+        { op: "remove", path: "/status/startedAt" },
+      ],
+    ] as const;
+    for (const operations of refusals) {
+      const result = server.jsonPatchStatus(namespace, "t", operations);
+      expect(result.ok ? undefined : [result.error.code, result.error.message]).toEqual([
+        422,
+        "the server rejected our request due to an error in our request",
+      ]);
+    }
+    expect(get(server)).toBe(before);
+  });
+
   it("deletes an object without finalizers at once", () => {
     const { server } = setup();
     expect(server.delete(namespace, "t").ok).toBe(true);

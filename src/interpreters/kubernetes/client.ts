@@ -14,8 +14,11 @@ export interface RequestSettings {
   readonly timeout: Duration.Input;
 }
 
-/** JSON merge patch (RFC 7386): the only patch type opstask sends. */
+/** JSON merge patch (RFC 7386): metadata writes, whose resourceVersion precondition rides in the body. */
 export const mergePatch = "application/merge-patch+json";
+
+/** JSON patch (RFC 6902): status writes, whose UID precondition is a `test` operation. */
+export const jsonPatch = "application/json-patch+json";
 
 /** Runs one request against `client`. */
 export const kubeRequest = (

@@ -5,8 +5,10 @@
  * - `addFinalizer`: JSON merge patch of metadata carrying `resourceVersion` (a precondition: 409 if the
  *   object changed since it was read, so a foreign finalizer added meanwhile is never dropped by the
  *   list replacement), the finalizer list with ours appended, and the machine-version annotation;
- * - `patchStatus`: JSON merge patch `{status}` of the status subresource with **no** precondition: we are
- *   the only status writer, and a label edit must not turn into a conflict (design-traps 2);
+ * - `patchStatus`: JSON patch of the status subresource (src/interpreters/status-json-patch.ts): a `test`
+ *   of the UID, so a late result never lands on a re-created namesake (design-traps 10), then the
+ *   changed fields, with no resourceVersion precondition once the task has a status: we are the only
+ *   status writer, and a label edit must not turn into a conflict (design-traps 2);
  * - `deleteTask`: DELETE with a UID precondition, so a re-created namesake is never deleted;
  * - `removeFinalizer`: like `addFinalizer`, with the list minus ours (foreign finalizers kept).
  *
@@ -18,8 +20,14 @@ import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as Schedule from "effect/Schedule";
 import { machineVersionAnnotation, type ResourceRef } from "../../reconcile/task-kind.ts";
+import {
+  jsonPatchNotApplicable,
+  type StatusBase,
+  type StatusChanges,
+  statusJsonPatch,
+} from "../status-json-patch.ts";
 import { apiPath } from "./api-path.ts";
-import { kubeRequest, mergePatch, type RequestSettings } from "./client.ts";
+import { jsonPatch, kubeRequest, mergePatch, type RequestSettings } from "./client.ts";
 import { isRetryable, KubeError } from "./errors.ts";
 import { type KubeAccess, kubeClientOf } from "./kube-client-node.ts";
 import { finalizersOf, isKubeObject, type KubeObject } from "./object.ts";
@@ -34,8 +42,8 @@ export interface WriteTarget {
   readonly finalizers?: ReadonlyArray<string>;
 }
 
-/** The status fields to change; `null` removes a field (RFC 7386). */
-export type StatusMergePatch = { readonly [field: string]: unknown };
+/** A status write's target: the object as last read, and whether it had a `status` then. */
+export interface StatusWriteTarget extends WriteTarget, StatusBase {}
 
 export class TaskWriter extends Context.Service<
   TaskWriter,
@@ -46,8 +54,12 @@ export class TaskWriter extends Context.Service<
       finalizer: string,
       machineVersion: number,
     ): Effect.Effect<KubeObject, KubeError>;
-    /** Merge-patches the status subresource; never a conflict. */
-    patchStatus(target: WriteTarget, patch: StatusMergePatch): Effect.Effect<KubeObject, KubeError>;
+    /**
+     * Changes the status fields in `changes` (`null` removes one) of the object with this UID. A label
+     * edit since the read is no conflict; a Conflict means the stored object is not the one last read:
+     * re-created under the same name, or its status changed by someone else.
+     */
+    patchStatus(target: StatusWriteTarget, changes: StatusChanges): Effect.Effect<KubeObject, KubeError>;
     /**
      * Deletes the object with this UID: the object as it stands afterwards (finalizers pending), or
      * `undefined` when it is gone (removed now, or already: 404, or the name now belongs to another UID: 409).
@@ -140,17 +152,24 @@ export const makeTaskWriter = (options: TaskWriterOptions): TaskWriter["Service"
         finalizers: finalizersOf({ metadata: target }).filter((f) => f !== finalizer),
       }).pipe(Effect.withSpan("TaskWriter.removeFinalizer")),
 
-    patchStatus: (target, patch) =>
+    patchStatus: (target, changes) =>
       kubeRequest(settings, "patch", client, {
         method: "PATCH",
         path: objectPath(target, "status"),
-        body: { status: patch },
-        contentType: mergePatch,
+        body: statusJsonPatch(target, changes),
+        contentType: jsonPatch,
       }).pipe(
-        // The status subresource ignores metadata in the patch, so a UID cannot be a precondition here;
-        // a re-created namesake is detected (after the fact) from the returned UID.
         Effect.flatMap((response) => ownObject(target, "patch", response.status, response.body)),
         Effect.retry(schedule),
+        Effect.mapError((error) =>
+          error.code === 422 && error.message === jsonPatchNotApplicable
+            ? new KubeError({
+                reason: "Conflict",
+                code: 422,
+                message: `status of ${target.namespace}/${target.name} not written: the stored object is not the one last read (re-created under the same name, or its status changed by someone else)`,
+              })
+            : error,
+        ),
         Effect.withSpan("TaskWriter.patchStatus"),
       ),
 

@@ -4,8 +4,9 @@
  */
 import type { TaskEffect } from "../../effects/task-effect.ts";
 import { machineVersionAnnotation } from "../../reconcile/task-kind.ts";
+import { statusJsonPatch } from "../status-json-patch.ts";
 import type { MemoryApiServer } from "./api-server.ts";
-import type { JsonObject } from "./merge-patch.ts";
+import { isObject, type JsonObject } from "./merge-patch.ts";
 
 export type WriteResult =
   | { readonly kind: "ok"; readonly object: JsonObject | undefined }
@@ -16,7 +17,7 @@ const metadataOf = (object: JsonObject): JsonObject => (object.metadata ?? {}) a
 
 /**
  * @param current the object as this pass last saw it: its resourceVersion is the precondition of
- *   finalizer patches, its UID the precondition of DELETE.
+ *   finalizer patches, its UID the precondition of status patches and DELETE.
  */
 export const performWrite = (
   server: MemoryApiServer,
@@ -41,7 +42,18 @@ export const performWrite = (
       });
       break;
     case "PatchStatus":
-      result = server.patchStatus(namespace, name, { status: effect.patch as JsonObject });
+      result = server.jsonPatchStatus(
+        namespace,
+        name,
+        statusJsonPatch(
+          {
+            uid: String(meta.uid),
+            resourceVersion: String(meta.resourceVersion),
+            hasStatus: isObject(current.status),
+          },
+          effect.patch,
+        ),
+      );
       break;
     case "DeleteTask":
       result = server.delete(namespace, name, { uid: String(meta.uid) });
