@@ -88,6 +88,8 @@ export interface ControllerStats {
   readonly handlerCalls: number;
   readonly inFlightCalls: number;
   readonly writes: Readonly<Record<string, number>>;
+  /** Per-task entries kept beside the cache (retry state, unwritten results, released tasks). */
+  readonly remembered: number;
 }
 
 interface Busy {
@@ -158,6 +160,17 @@ export const runController = <Task, R>(
     const reasons = new TriggerReasons();
     const calls = yield* FiberMap.make<string>();
     const stats = { passes: 0, aborted: 0, handlerCalls: 0, writes: {} as Record<string, number> };
+    /** A task is gone: nothing of it may stay behind (a long-running controller sees millions come and go). */
+    const forget = (uid: string): void => {
+      retry.delete(uid);
+      outbox.delete(uid);
+      released.delete(uid);
+    };
+    /** Whether the cache still holds this task (a pass can end after its task's DELETED event). */
+    const cached = (running: Running): boolean => {
+      const [namespace, name] = splitKey(running.key);
+      return informer.get(namespace, name)?.metadata.uid === running.uid;
+    };
     let runSerial = 0;
 
     // Decoded when needed (the task of a pass, its few group peers, a changed object) rather than kept
@@ -253,12 +266,14 @@ export const runController = <Task, R>(
           running.object = result;
           informer.upsert(result);
           // Our finalizer was the last one of a deleting task: the object is gone now, even if the
-          // cache has not heard of it yet; no later pass may act on the cached copy.
+          // cache has not heard of it yet; no later pass may act on the cached copy. (If the cache has
+          // heard already, there is no copy left to guard, and nothing to remember.)
           const remaining = Array.isArray(result.metadata.finalizers) ? result.metadata.finalizers.length : 0;
           if (
             effect._tag === "RemoveFinalizer" &&
             remaining === 0 &&
-            result.metadata.deletionTimestamp !== undefined
+            result.metadata.deletionTimestamp !== undefined &&
+            cached(running)
           ) {
             released.add(running.uid);
           }
@@ -294,7 +309,9 @@ export const runController = <Task, R>(
         observer.passEnded("ended", (now - running.started) / 1000);
         busy.delete(running.key);
         const next = nextRetryState(retry.get(running.uid) ?? noRetry, end, now);
-        retry.set(running.uid, next);
+        // Most tasks have nothing to remember (settled, or waiting without errors): keep no entry.
+        if (next === noRetry || !cached(running)) retry.delete(running.uid);
+        else retry.set(running.uid, next);
         if (end._tag === "RequeueAfter") {
           reasons.timer(running.key, end.reason);
           yield* queue.addAfter(running.key, Duration.millis(end.delayMs));
@@ -317,9 +334,11 @@ export const runController = <Task, R>(
         stats.aborted += 1;
         observer.passEnded("aborted", ((yield* Clock.currentTimeMillis) - running.started) / 1000);
         busy.delete(running.key);
-        if (running.unpersisted !== undefined) outbox.set(running.uid, running.unpersisted);
         const previous = retry.get(running.uid) ?? noRetry;
-        retry.set(running.uid, { retries: previous.retries + 1 });
+        if (cached(running)) {
+          if (running.unpersisted !== undefined) outbox.set(running.uid, running.unpersisted);
+          retry.set(running.uid, { retries: previous.retries + 1 });
+        }
         const delay = Math.min(
           config.backoffCapMs,
           config.backoffBaseMs * 2 ** Math.min(previous.retries, 40),
@@ -336,8 +355,7 @@ export const runController = <Task, R>(
       Effect.gen(function* () {
         observer.passEnded("gone", ((yield* Clock.currentTimeMillis) - running.started) / 1000);
         busy.delete(running.key);
-        retry.delete(running.uid);
-        outbox.delete(running.uid);
+        forget(running.uid);
         yield* unlock(running.lockedGroup, running.key);
       });
 
@@ -524,6 +542,7 @@ export const runController = <Task, R>(
           if (change.type === "DELETED" || object.metadata.deletionTimestamp !== undefined) {
             yield* cancelCall(key, object.metadata.uid);
           }
+          if (change.type === "DELETED") forget(object.metadata.uid);
           const groupKey =
             facts?.group === undefined ? undefined : `${object.metadata.namespace}/${facts.group}`;
           regroup(key, change.type === "DELETED" ? undefined : groupKey);
@@ -582,7 +601,12 @@ export const runController = <Task, R>(
 
     return {
       synced: informer.synced,
-      stats: () => ({ ...stats, writes: { ...stats.writes }, inFlightCalls: busy.size }),
+      stats: () => ({
+        ...stats,
+        writes: { ...stats.writes },
+        inFlightCalls: busy.size,
+        remembered: retry.size + outbox.size + released.size,
+      }),
       queue: () => queue.metrics(),
     };
   });

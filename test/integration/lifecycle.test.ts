@@ -24,6 +24,29 @@ interface Task {
   status?: TaskStatus;
 }
 
+const taskBody = (namespace: string, name: string, etcdName: string, ttl: number) => ({
+  apiVersion: "druid.gardener.cloud/v1alpha1",
+  kind: "EtcdOpsTask",
+  metadata: { name, namespace },
+  spec: {
+    etcdName,
+    ttlSecondsAfterFinished: ttl,
+    config: { onDemandSnapshot: { type: "full", timeoutSecondsFull: 150 } },
+  },
+});
+
+const transient = {
+  outcome: {
+    kind: "retry",
+    description: "Failed to execute HTTP request",
+    error: {
+      code: "ERR_EXECUTE_HTTP_REQUEST",
+      message: "failed to execute HTTP request",
+      cause: "connection refused",
+    },
+  },
+} as const;
+
 describe("task lifecycle against a real API server", () => {
   let kc: KubeConfig;
   let api: CustomObjectsApi;
@@ -32,20 +55,7 @@ describe("task lifecycle against a real API server", () => {
   const handlers = scriptedHandlers();
 
   const create = (name: string, etcdName = "etcd-a", ttl = 2) =>
-    api.createNamespacedCustomObject({
-      ...group,
-      namespace,
-      body: {
-        apiVersion: "druid.gardener.cloud/v1alpha1",
-        kind: "EtcdOpsTask",
-        metadata: { name, namespace },
-        spec: {
-          etcdName,
-          ttlSecondsAfterFinished: ttl,
-          config: { onDemandSnapshot: { type: "full", timeoutSecondsFull: 150 } },
-        },
-      },
-    });
+    api.createNamespacedCustomObject({ ...group, namespace, body: taskBody(namespace, name, etcdName, ttl) });
   const read = async (name: string): Promise<Task | undefined> => {
     try {
       return (await api.getNamespacedCustomObject({ ...group, namespace, name })) as Task;
@@ -137,17 +147,6 @@ describe("task lifecycle against a real API server", () => {
   });
 
   it("retries transient errors with backoff, then succeeds keeping the errors", async () => {
-    const transient = {
-      outcome: {
-        kind: "retry",
-        description: "Failed to execute HTTP request",
-        error: {
-          code: "ERR_EXECUTE_HTTP_REQUEST",
-          message: "failed to execute HTTP request",
-          cause: "connection refused",
-        },
-      },
-    } as const;
     handlers.scripts.set("flaky", { execute: [transient, transient, transient] });
     await create("flaky", "etcd-flaky", 3600);
     const done = await stateOf("flaky", "Succeeded");
@@ -298,5 +297,51 @@ describe("task lifecycle against a real API server", () => {
       await goneOf(name);
     }
     expect(started).toEqual(["q-a", "q-b", "q-c"]);
+  });
+});
+
+describe("what the controller keeps beside its cache", () => {
+  it("forgets a task once it is gone: retry state, unwritten results, released tasks", async () => {
+    const kc = cluster().makeKubeConfig();
+    const api = kc.makeApiClient(CustomObjectsApi);
+    const namespace = await createTestNamespace(kc, "forget");
+    const handlers = scriptedHandlers();
+    handlers.scripts.set("flaky", { execute: [transient, transient] });
+    handlers.scripts.set("hung", { execute: [{ hang: true }] });
+    const controller = await startController(kc, handlers.registry, {}, namespace);
+    const remaining = async () =>
+      (await api.listNamespacedCustomObject({ ...group, namespace })) as { items: unknown[] };
+    try {
+      for (const [name, ttl] of [
+        ["flaky", 1],
+        ["plain", 1],
+        ["hung", 3600],
+      ] as const) {
+        await api.createNamespacedCustomObject({
+          ...group,
+          namespace,
+          body: taskBody(namespace, name, `etcd-${name}`, ttl),
+        });
+      }
+      await waitFor("the hanging Execute call", () =>
+        handlers.calls.some((call) => call.task === "hung" && call.phase === "execute") ? true : undefined,
+      );
+      await api.deleteNamespacedCustomObject({ ...group, namespace, name: "hung" });
+      await waitFor(
+        "every task to be gone",
+        async () => ((await remaining()).items.length === 0 ? true : undefined),
+        20_000,
+      );
+      expect(handlers.calls.filter((call) => call.task === "flaky" && call.phase === "execute")).toHaveLength(
+        3,
+      );
+      await waitFor(
+        "nothing remembered",
+        () => (controller.handle.stats().remembered === 0 ? true : undefined),
+        5_000,
+      );
+    } finally {
+      await controller.stop();
+    }
   });
 });
