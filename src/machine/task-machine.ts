@@ -12,6 +12,7 @@ import type { TaskState, TaskStatus } from "../api/status.ts";
 import { isTerminal } from "../api/status.ts";
 import type { RequeueReason } from "../effects/task-effect.ts";
 import { blockingPeer } from "./admission.ts";
+import { backoffDelayMs } from "./backoff.ts";
 import { describe, lifecycleErrors } from "./descriptions.ts";
 import { statusPatch, withError, withOperation, withState } from "./status-edits.ts";
 import { fromWireTime } from "./time.ts";
@@ -103,8 +104,7 @@ const phaseStart = (context: TaskContext, phase: Phase): number | undefined => {
   }
 };
 
-const backoffDelay = ({ input }: TaskContext): number =>
-  Math.min(input.config.backoffCapMs, input.config.backoffBaseMs * 2 ** Math.min(input.retries, 40));
+const backoffDelay = ({ input }: TaskContext): number => backoffDelayMs(input.config, input.retries);
 
 const described = (
   context: TaskContext,

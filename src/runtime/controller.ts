@@ -11,8 +11,8 @@
  * - admissions of one group (same namespace and etcd) run one at a time, from the cache that holds our
  *   own writes (read-your-writes), so the duplicate rule never sees a stale peer;
  * - a handler result whose status write failed is kept and replayed, never asked for again;
- * - retry bookkeeping (`retries`, `retryAt`) follows `nextRetryState`; a periodic resync re-derives
- *   every timer from the objects, so no requeue is lost.
+ * - retry bookkeeping (`retries`, `retryAt`) follows `nextRetryState`; backoff timers are jittered
+ *   (backoff-jitter.ts); a periodic resync re-derives every timer from the objects, so no requeue is lost.
  */
 import * as Cause from "effect/Cause";
 import * as Clock from "effect/Clock";
@@ -33,6 +33,7 @@ import type { KubeAccess } from "../interpreters/kubernetes/kube-client-node.ts"
 import { type KubeObject, objectKey } from "../interpreters/kubernetes/object.ts";
 import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
+import { backoffDelayMs } from "../machine/backoff.ts";
 import type { KnownResult, LifecycleConfig, PassInput, Phase, PhaseOutcome } from "../machine/types.ts";
 import { defectOutcome } from "../reconcile/handler-defect.ts";
 import { observe, peersOf } from "../reconcile/observe.ts";
@@ -46,6 +47,7 @@ import {
   startPass,
 } from "../reconcile/pass.ts";
 import { type ResourceRef, readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind.ts";
+import { jittered } from "./backoff-jitter.ts";
 import { makeInformer } from "./informer.ts";
 import { type ControllerObserver, noObserver, type TaskLabels } from "./metrics.ts";
 import { type TriggerReason, TriggerReasons } from "./trigger-reason.ts";
@@ -314,7 +316,8 @@ export const runController = <Task, R>(
         else retry.set(running.uid, next);
         if (end._tag === "RequeueAfter") {
           reasons.timer(running.key, end.reason);
-          yield* queue.addAfter(running.key, Duration.millis(end.delayMs));
+          const delayMs = end.reason === "backoff" ? yield* jittered(end.delayMs) : end.delayMs;
+          yield* queue.addAfter(running.key, Duration.millis(delayMs));
         } else {
           yield* queue.cancelAfter(running.key);
         }
@@ -339,12 +342,11 @@ export const runController = <Task, R>(
           if (running.unpersisted !== undefined) outbox.set(running.uid, running.unpersisted);
           retry.set(running.uid, { retries: previous.retries + 1 });
         }
-        const delay = Math.min(
-          config.backoffCapMs,
-          config.backoffBaseMs * 2 ** Math.min(previous.retries, 40),
+        const delayMs = yield* jittered(
+          Math.max(config.minRequeueMs, backoffDelayMs(config, previous.retries)),
         );
         reasons.timer(running.key, "backoff");
-        yield* queue.addAfter(running.key, Duration.millis(Math.max(config.minRequeueMs, delay)));
+        yield* queue.addAfter(running.key, Duration.millis(delayMs));
         yield* Effect.logWarning("pass aborted").pipe(
           Effect.annotateLogs({ reconcileID: running.runId, task: running.key, reason }),
         );

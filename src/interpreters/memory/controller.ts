@@ -14,6 +14,7 @@
 import { isTerminal } from "../../api/status.ts";
 import { nextRetryState, noRetry, type RetryState } from "../../effects/retry-state.ts";
 import { isTaskWrite, type PassEnd, type TaskEffect } from "../../effects/task-effect.ts";
+import { backoffDelayMs } from "../../machine/backoff.ts";
 import type { KnownResult, LifecycleConfig, Phase, PhaseOutcome } from "../../machine/types.ts";
 import { defectOutcome } from "../../reconcile/handler-defect.ts";
 import { observe, peersOf } from "../../reconcile/observe.ts";
@@ -642,7 +643,7 @@ export class SimulatedController<Task> {
     // An aborted pass backs off like any error; the next pass starts from the stored object.
     const previous = this.#retry.get(running.uid) ?? noRetry;
     this.#retry.set(running.uid, { retries: previous.retries + 1 });
-    const delay = Math.min(config.backoffCapMs, config.backoffBaseMs * 2 ** Math.min(previous.retries, 40));
+    const delay = backoffDelayMs(config, previous.retries);
     this.#timers.set(running.key, clock.now() + Math.max(config.minRequeueMs, delay));
   }
 
