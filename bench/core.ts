@@ -17,7 +17,14 @@ import type { PassInput, Phase } from "../src/machine/types.ts";
 import { lifecycleConfig } from "../src/reconcile/defaults.ts";
 import { observe } from "../src/reconcile/observe.ts";
 import { startPass } from "../src/reconcile/pass.ts";
-import { completed, epoch, namespace, simulation, taskObject } from "../test/support/simulation.ts";
+import {
+  completed,
+  epoch,
+  namespace,
+  simulation,
+  taskObject,
+  transient,
+} from "../test/support/simulation.ts";
 import { switchReducer } from "./switch-reducer.ts";
 
 const config = lifecycleConfig(etcdOpsTaskKind);
@@ -129,18 +136,6 @@ console.log(`\nOf which decoding the object alone: ${format(decodeOnly.microseco
 
 // ---- writes per lifecycle ---------------------------------------------------------------------
 
-const transient: Behaviour = {
-  kind: "return",
-  outcome: {
-    kind: "retry",
-    description: "Failed to execute HTTP request",
-    error: {
-      code: "ERR_EXECUTE_HTTP_REQUEST",
-      message: "failed to execute HTTP request",
-      cause: "connection refused",
-    },
-  },
-};
 const failing: Behaviour = {
   kind: "return",
   outcome: {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TaskStatus } from "../../src/api/status.ts";
 import { createTestNamespace, druidCrds, useControlPlane } from "../support/cluster.ts";
 import { type RunningController, scriptedHandlers, startController } from "../support/controller.ts";
+import { transientHttpFailure } from "../support/simulation.ts";
 import { waitFor } from "../support/wait.ts";
 
 const cluster = useControlPlane({ crds: druidCrds });
@@ -35,17 +36,7 @@ const taskBody = (namespace: string, name: string, etcdName: string, ttl: number
   },
 });
 
-const transient = {
-  outcome: {
-    kind: "retry",
-    description: "Failed to execute HTTP request",
-    error: {
-      code: "ERR_EXECUTE_HTTP_REQUEST",
-      message: "failed to execute HTTP request",
-      cause: "connection refused",
-    },
-  },
-} as const;
+const transient = { outcome: transientHttpFailure };
 
 describe("task lifecycle against a real API server", () => {
   let kc: KubeConfig;

@@ -7,20 +7,14 @@ import type { TaskStatus } from "../../src/api/status.ts";
 import type { Behaviour } from "../../src/interpreters/memory/controller.ts";
 import type { JsonObject } from "../../src/interpreters/memory/merge-patch.ts";
 import type { Phase } from "../../src/machine/types.ts";
-import { completed, namespace, type Script, simulation, taskObject } from "../support/simulation.ts";
-
-const transient: Behaviour = {
-  kind: "return",
-  outcome: {
-    kind: "retry",
-    description: "Failed to execute HTTP request",
-    error: {
-      code: "ERR_EXECUTE_HTTP_REQUEST",
-      message: "failed to execute HTTP request",
-      cause: "connection refused",
-    },
-  },
-};
+import {
+  completed,
+  namespace,
+  type Script,
+  simulation,
+  taskObject,
+  transient,
+} from "../support/simulation.ts";
 
 const doneText: Record<Phase, string> = {
   admit: "Admit check passed",

@@ -16,6 +16,20 @@ export const completed = (description = "done"): Behaviour => ({
   outcome: { kind: "completed", description },
 });
 
+/** The snapshot handler's answer to a refused connection: retry, with druid's error. */
+export const transientHttpFailure = {
+  kind: "retry",
+  description: "Failed to execute HTTP request",
+  error: {
+    code: "ERR_EXECUTE_HTTP_REQUEST",
+    message: "failed to execute HTTP request",
+    cause: "connection refused",
+  },
+} as const satisfies PhaseOutcome;
+
+/** A scripted handler call that fails transiently (`transientHttpFailure`). */
+export const transient: Behaviour = { kind: "return", outcome: transientHttpFailure };
+
 export interface TaskSpec {
   readonly etcd?: string;
   readonly ttl?: number;
