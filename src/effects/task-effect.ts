@@ -25,7 +25,11 @@ export type EventType = "Normal" | "Warning";
 export type TaskEffect = Data.TaggedEnum<{
   /** Add our finalizer (metadata patch with a resourceVersion precondition) and stamp the machine version. */
   AddFinalizer: { readonly finalizer: string; readonly machineVersion: number };
-  /** Merge-patch the status subresource with exactly the fields that changed; no precondition. */
+  /**
+   * Write exactly the status fields that changed (`null` removes one) to the status subresource, only
+   * if the object still has the UID it was read with; no resourceVersion precondition once it has a
+   * status (src/interpreters/status-json-patch.ts).
+   */
   PatchStatus: { readonly patch: Partial<StatusPatch> };
   /** Call a handler phase; its result comes back to the machine as a `phase.*` event. */
   RunPhase: { readonly phase: Phase };

@@ -194,8 +194,8 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
           // A kept-alive connection the server closed just as we sent on it (its idle timeout): the
           // request goes once more, on a new connection, as Go's transport does for client-go. Every
           // request opstask sends is safe to repeat: reads; writes guarded by a resourceVersion or UID
-          // precondition or idempotent (a status merge patch); creates whose repeat is a 409 the
-          // caller expects (Jobs) or a harmless second Event.
+          // precondition, or idempotent (a status patch's field adds); creates whose repeat is a 409
+          // the caller expects (Jobs) or a harmless second Event.
           if (!retried && outgoing.reusedSocket && isStaleConnection(error) && signal?.aborted !== true) {
             resolve(attempt(true));
             return;
