@@ -1,8 +1,8 @@
 /**
  * `simulate`: the lifecycle of a task kind in memory, for an operator's own tests. The same passes,
  * machine and retry rule as the cluster controller run against an in-memory API server (resource
- * versions, finalizers, status subresource, merge and JSON patches) under a fake clock, one step at a time, so
- * a test reads like the story it checks:
+ * versions, finalizers, status subresource, merge and JSON patches) under a fake clock, one step at a
+ * time, so a test reads like the story it checks:
  *
  *   const sim = simulate({ kind, handlers: { checksum: { execute: () => completed("Verified") } } });
  *   sim.create(task("a")); sim.run();
