@@ -1,8 +1,8 @@
 /**
  * The task controller on a real cluster: a list-watch cache of the tasks, a keyed work queue, and for
- * each key one reconcile pass at a time, driven by the same pass functions and rules as the simulated
- * controller (src/interpreters/memory/controller.ts), with effects performed by the Kubernetes
- * interpreter (src/interpreters/kubernetes).
+ * each key one reconcile pass at a time, driven by the same pass functions (src/reconcile/pass.ts) and
+ * the same runtime rules (src/reconcile/controller-memory.ts) as the simulated controller, with effects
+ * performed by the Kubernetes interpreter (src/interpreters/kubernetes).
  *
  * What it guarantees, beyond a plain work queue:
  * - a handler call never holds a worker: it runs in a fiber of its own, and the rest of its pass runs
@@ -24,7 +24,6 @@ import * as Schedule from "effect/Schedule";
 import type * as Scope from "effect/Scope";
 import * as Stream from "effect/Stream";
 import { isTerminal } from "../api/status.ts";
-import { nextRetryState, noRetry, type RetryState } from "../effects/retry-state.ts";
 import type { PassEnd, TaskEffect } from "../effects/task-effect.ts";
 import type { HandlerRegistry } from "../handlers/handler.ts";
 import type { KubeError } from "../interpreters/kubernetes/errors.ts";
@@ -33,10 +32,9 @@ import type { KubeAccess } from "../interpreters/kubernetes/kube-client-node.ts"
 import { type KubeObject, objectKey } from "../interpreters/kubernetes/object.ts";
 import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
-import { backoffDelayMs } from "../machine/backoff.ts";
-import type { KnownResult, LifecycleConfig, PassInput, Phase, PhaseOutcome } from "../machine/types.ts";
+import type { KnownResult, LifecycleConfig, Phase, PhaseOutcome } from "../machine/types.ts";
+import { ControllerMemory, type PassHold } from "../reconcile/controller-memory.ts";
 import { defectOutcome } from "../reconcile/handler-defect.ts";
-import { observe, peersOf } from "../reconcile/observe.ts";
 import {
   advance,
   answerDelete,
@@ -94,23 +92,16 @@ export interface ControllerStats {
   readonly remembered: number;
 }
 
-interface Busy {
-  readonly uid: string;
-  readonly phase: Phase;
-}
-
-interface Running {
-  readonly key: string;
-  readonly uid: string;
+interface Running extends PassHold {
   readonly runId: string;
   /** Labels of the task's metrics (type, etcd, namespace). */
   readonly labels: Omit<TaskLabels, "state">;
   readonly createdAt: number;
   object: KubeObject;
-  /** A handler result not yet on the object, and whether it came from the outbox. */
+  /** A handler result not yet on the object. */
   unpersisted?: KnownResult | undefined;
-  /** The admission group this pass holds, if it is admitting. */
-  lockedGroup?: string | undefined;
+  /** The admission group this pass holds, if it may admit. */
+  lockedGroup: string | undefined;
   readonly started: number;
 }
 
@@ -119,19 +110,6 @@ type WriteOutcome = "ok" | "gone" | { readonly failed: KubeError };
 const splitKey = (key: string): [string, string] => {
   const at = key.indexOf("/");
   return [key.slice(0, at), key.slice(at + 1)];
-};
-
-/**
- * What peers' admission reads of a task: its state and whether it is being deleted. One string per
- * combination (kept per task to spot changes; a template string per task would be one copy each).
- */
-const peerSignatures = new Map<string, string>();
-const peerSignature = (state: string | undefined, deleting: boolean): string => {
-  const text = `${state ?? "-"}|${deleting ? "deleting" : ""}`;
-  const known = peerSignatures.get(text);
-  if (known !== undefined) return known;
-  peerSignatures.set(text, text);
-  return text;
 };
 
 export const runController = <Task, R>(
@@ -151,23 +129,12 @@ export const runController = <Task, R>(
     });
 
     // ---- memory that a restart loses (and the design survives losing) ----------------------------
-    const retry = new Map<string, RetryState>();
-    const outbox = new Map<string, KnownResult>();
-    const busy = new Map<string, Busy>();
-    const deferred = new Set<string>();
-    const groupLocks = new Map<string, string>();
-    const seenByPeers = new Map<string, string>();
+    const memory = new ControllerMemory({ config, supported });
     /** Tasks whose last finalizer we removed (gone), until the cache sees them go. */
     const released = new Set<string>();
     const reasons = new TriggerReasons();
     const calls = yield* FiberMap.make<string>();
     const stats = { passes: 0, aborted: 0, handlerCalls: 0, writes: {} as Record<string, number> };
-    /** A task is gone: nothing of it may stay behind (a long-running controller sees millions come and go). */
-    const forget = (uid: string): void => {
-      retry.delete(uid);
-      outbox.delete(uid);
-      released.delete(uid);
-    };
     /** Whether the cache still holds this task (a pass can end after its task's DELETED event). */
     const cached = (running: Running): boolean => {
       const [namespace, name] = splitKey(running.key);
@@ -223,15 +190,9 @@ export const runController = <Task, R>(
     // The queue is created below; `enqueue` is bound once it exists.
     let enqueue: (key: string, reason: TriggerReason) => Effect.Effect<void> = () => Effect.void;
 
-    const unlock = (group: string | undefined, key: string): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        if (group !== undefined && groupLocks.get(group) === key) groupLocks.delete(group);
-        for (const waiting of [...deferred]) {
-          if (busy.has(waiting)) continue;
-          deferred.delete(waiting);
-          yield* enqueue(waiting, "deferred");
-        }
-      });
+    /** Runs deferred keys that the memory freed. */
+    const runAgain = (keys: ReadonlyArray<string>): Effect.Effect<void> =>
+      Effect.forEach(keys, (key) => enqueue(key, "deferred"), { discard: true });
 
     // ---- effects -------------------------------------------------------------------------------
 
@@ -309,11 +270,7 @@ export const runController = <Task, R>(
         const now = yield* Clock.currentTimeMillis;
         stats.passes += 1;
         observer.passEnded("ended", (now - running.started) / 1000);
-        busy.delete(running.key);
-        const next = nextRetryState(retry.get(running.uid) ?? noRetry, end, now);
-        // Most tasks have nothing to remember (settled, or waiting without errors): keep no entry.
-        if (next === noRetry || !cached(running)) retry.delete(running.uid);
-        else retry.set(running.uid, next);
+        const ready = memory.ended(running, end, now, cached(running));
         if (end._tag === "RequeueAfter") {
           reasons.timer(running.key, end.reason);
           const delayMs = end.reason === "backoff" ? yield* jittered(end.delayMs) : end.delayMs;
@@ -329,36 +286,28 @@ export const runController = <Task, R>(
             reason: end.reason,
           }),
         );
-        yield* unlock(running.lockedGroup, running.key);
+        yield* runAgain(ready);
       });
 
     const abort = (running: Running, reason: string): Effect.Effect<void> =>
       Effect.gen(function* () {
         stats.aborted += 1;
         observer.passEnded("aborted", ((yield* Clock.currentTimeMillis) - running.started) / 1000);
-        busy.delete(running.key);
-        const previous = retry.get(running.uid) ?? noRetry;
-        if (cached(running)) {
-          if (running.unpersisted !== undefined) outbox.set(running.uid, running.unpersisted);
-          retry.set(running.uid, { retries: previous.retries + 1 });
-        }
-        const delayMs = yield* jittered(
-          Math.max(config.minRequeueMs, backoffDelayMs(config, previous.retries)),
-        );
+        const kept = running.unpersisted === undefined ? undefined : { known: running.unpersisted };
+        const { delayMs, ready } = memory.aborted(running, kept, cached(running));
         reasons.timer(running.key, "backoff");
-        yield* queue.addAfter(running.key, Duration.millis(delayMs));
+        yield* queue.addAfter(running.key, Duration.millis(yield* jittered(delayMs)));
         yield* Effect.logWarning("pass aborted").pipe(
           Effect.annotateLogs({ reconcileID: running.runId, task: running.key, reason }),
         );
-        yield* unlock(running.lockedGroup, running.key);
+        yield* runAgain(ready);
       });
 
     const gone = (running: Running): Effect.Effect<void> =>
       Effect.gen(function* () {
         observer.passEnded("gone", ((yield* Clock.currentTimeMillis) - running.started) / 1000);
-        busy.delete(running.key);
-        forget(running.uid);
-        yield* unlock(running.lockedGroup, running.key);
+        released.delete(running.uid);
+        yield* runAgain(memory.gone(running));
       });
 
     /** Performs effects until the pass ends, aborts, or hands a handler call to a fiber of its own. */
@@ -376,13 +325,9 @@ export const runController = <Task, R>(
             return yield* abort(running, "the pass ended without a requeue or await effect");
           if (effect._tag === "RunPhase") {
             const parked = pass;
-            busy.set(running.key, { uid: running.uid, phase: effect.phase });
-            // Admission stays serialised while Admit runs; once executing, the group is free.
-            if (effect.phase !== "admit") {
-              const group = running.lockedGroup;
-              running.lockedGroup = undefined;
-              yield* unlock(group, running.key);
-            }
+            const { lockedGroup, ready } = memory.calling(running, effect.phase);
+            running.lockedGroup = lockedGroup;
+            yield* runAgain(ready);
             const call = callHandler(running, effect.phase).pipe(
               Effect.flatMap((outcome) =>
                 Effect.gen(function* () {
@@ -438,10 +383,6 @@ export const runController = <Task, R>(
     const reconcile = (key: string): Effect.Effect<void, never, R> =>
       Effect.gen(function* () {
         const trigger = reasons.take(key);
-        if (busy.has(key)) {
-          deferred.add(key);
-          return;
-        }
         const [namespace, name] = splitKey(key);
         const object = informer.get(namespace, name);
         if (object === undefined || released.has(object.metadata.uid)) return;
@@ -456,39 +397,19 @@ export const runController = <Task, R>(
           );
           return;
         }
-        const state = facts.status.state;
-        const admitting =
-          !isTerminal(state) && state !== "InProgress" && facts.metadata.deletionTimestamp === undefined;
         const groupKey = facts.group === undefined ? undefined : `${namespace}/${facts.group}`;
-        if (admitting && groupKey !== undefined) {
-          const holder = groupLocks.get(groupKey);
-          if (holder !== undefined && holder !== key) {
-            deferred.add(key);
-            return;
-          }
-          groupLocks.set(groupKey, key);
-        }
-        const uid = facts.metadata.uid;
-        const known = outbox.get(uid);
-        outbox.delete(uid);
-        const retryState = retry.get(uid) ?? noRetry;
         const now = yield* Clock.currentTimeMillis;
         runSerial += 1;
         const runId = `${now.toString(36)}-${runSerial.toString(36)}`;
-        const input: PassInput = {
-          task: observe(facts, supported),
-          peers: groupKey === undefined ? [] : peersOf(facts, groupFacts(groupKey, key)),
-          now,
-          runId,
-          retries: retryState.retries,
-          ...(retryState.retryAt === undefined ? {} : { retryAt: retryState.retryAt }),
-          ...(known === undefined ? {} : { known }),
-          config,
-        };
+        const peers = () => (groupKey === undefined ? [] : groupFacts(groupKey, key));
+        const started = memory.start(key, facts, peers, now, runId);
+        // Deferred: the key is in a pass already, or another pass holds its admission group.
+        if (started === undefined) return;
+        const { input, kept, lockedGroup } = started;
         const pass = startPass(input);
         const running: Running = {
           key,
-          uid,
+          uid: started.uid,
           runId,
           labels: {
             type: facts.member === "" ? "invalid" : facts.member,
@@ -497,8 +418,8 @@ export const runController = <Task, R>(
           },
           createdAt: input.task.createdAt,
           object,
-          unpersisted: known !== undefined && pass.snapshot.context.replayed ? known : undefined,
-          lockedGroup: admitting ? groupKey : undefined,
+          unpersisted: kept !== undefined && pass.snapshot.context.replayed ? kept.known : undefined,
+          lockedGroup,
           started: now,
         };
         // A pass that acts is logged at info, with the machine's steps; a no-op pass only at debug.
@@ -527,11 +448,10 @@ export const runController = <Task, R>(
     /** A task's deletion cancels its Admit or Execute call: the result would be for nobody. */
     const cancelCall = (key: string, uid: string): Effect.Effect<void> =>
       Effect.gen(function* () {
-        const call = busy.get(key);
-        if (call === undefined || call.uid !== uid || call.phase === "cleanup") return;
-        busy.delete(key);
+        const { cancelled, ready } = memory.cancel(key, uid);
+        if (!cancelled) return;
         yield* FiberMap.remove(calls, key);
-        for (const [group, holder] of groupLocks) if (holder === key) yield* unlock(group, key);
+        yield* runAgain(ready);
         yield* enqueue(key, "object changed");
       });
 
@@ -544,22 +464,17 @@ export const runController = <Task, R>(
           if (change.type === "DELETED" || object.metadata.deletionTimestamp !== undefined) {
             yield* cancelCall(key, object.metadata.uid);
           }
-          if (change.type === "DELETED") forget(object.metadata.uid);
+          if (change.type === "DELETED") {
+            memory.forget(object.metadata.uid);
+            released.delete(object.metadata.uid);
+          }
           const groupKey =
             facts?.group === undefined ? undefined : `${object.metadata.namespace}/${facts.group}`;
           regroup(key, change.type === "DELETED" ? undefined : groupKey);
           if (change.type !== "DELETED")
             yield* enqueue(key, change.type === "ADDED" ? "object added" : "object changed");
           if (facts === undefined || groupKey === undefined) return;
-          // What peers' admission reads of this task: its state and whether it is being deleted.
-          const signature = peerSignature(
-            facts.status.state,
-            object.metadata.deletionTimestamp !== undefined,
-          );
-          const changed = change.type !== "MODIFIED" || seenByPeers.get(object.metadata.uid) !== signature;
-          seenByPeers.set(object.metadata.uid, signature);
-          if (change.type === "DELETED") seenByPeers.delete(object.metadata.uid);
-          if (!changed) return;
+          if (!memory.peersMustLook(change.type, facts)) return;
           for (const peer of groupFacts(groupKey, key)) {
             if (peer.metadata.uid !== object.metadata.uid && !isTerminal(peer.status.state)) {
               yield* enqueue(objectKey(peer.metadata.namespace, peer.metadata.name), "peer changed");
@@ -606,8 +521,8 @@ export const runController = <Task, R>(
       stats: () => ({
         ...stats,
         writes: { ...stats.writes },
-        inFlightCalls: busy.size,
-        remembered: retry.size + outbox.size + released.size,
+        inFlightCalls: memory.busyCount,
+        remembered: memory.remembered + released.size,
       }),
       queue: () => queue.metrics(),
     };

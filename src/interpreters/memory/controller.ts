@@ -4,20 +4,16 @@
  * time. It can crash between any two effects, park a pass on a hanging handler, fail a status write,
  * and it records everything property tests check: handler calls, writes, events and transitions.
  *
- * Runtime rules it shares with the real runtime:
- * - one key is never in two passes at once; changes to a busy key run after its pass;
- * - deleting a task whose handler call is in flight cancels the call (its result is dropped);
- * - admissions of one group are serialised: a pass parked in Admit holds the group;
- * - a handler result whose status write failed is kept and replayed, never asked for again;
- * - a crash loses all of that memory; the restart lists every object, as an informer would.
+ * The runtime rules (one pass per key, serialised admission per group, kept results, retry
+ * bookkeeping, cancelling calls of deleted tasks) are the real runtime's own: both keep their memory in
+ * `ControllerMemory` (src/reconcile/controller-memory.ts). A crash loses all of it; the restart lists
+ * every object, as an informer would.
  */
 import { isTerminal } from "../../api/status.ts";
-import { nextRetryState, noRetry, type RetryState } from "../../effects/retry-state.ts";
 import { isTaskWrite, type PassEnd, type TaskEffect } from "../../effects/task-effect.ts";
-import { backoffDelayMs } from "../../machine/backoff.ts";
-import type { KnownResult, LifecycleConfig, Phase, PhaseOutcome } from "../../machine/types.ts";
+import type { LifecycleConfig, Phase, PhaseOutcome } from "../../machine/types.ts";
+import { ControllerMemory, type Kept, type PassHold } from "../../reconcile/controller-memory.ts";
 import { defectOutcome } from "../../reconcile/handler-defect.ts";
-import { observe, peersOf } from "../../reconcile/observe.ts";
 import {
   advance,
   answerDelete,
@@ -103,26 +99,29 @@ export interface SimulatedControllerOptions<Task> {
   readonly behaviour: (task: TaskFacts, phase: Phase) => Behaviour;
 }
 
+/** A handler result not yet on its object, with the call that produced it. */
+interface KeptCall extends Kept {
+  readonly call: HandlerCall | undefined;
+}
+
 interface Parked {
   readonly pass: Pass;
   readonly uid: string;
   readonly phase: Phase;
   readonly call: HandlerCall;
-  readonly lockedGroup?: string;
+  readonly lockedGroup: string | undefined;
   readonly started: number;
   readonly effects: TaskEffect["_tag"][];
 }
 
-interface Running {
-  readonly key: string;
-  readonly uid: string;
+interface Running extends PassHold {
   readonly name: string;
   readonly started: number;
   readonly effects: TaskEffect["_tag"][];
   /** The last handler call of this pass whose result is not yet on the object. */
-  unpersisted?: { readonly call: HandlerCall | undefined; readonly known: KnownResult } | undefined;
+  unpersisted?: KeptCall | undefined;
   object: JsonObject;
-  lockedGroup?: string;
+  lockedGroup: string | undefined;
 }
 
 const splitKey = (key: string): [string, string] => {
@@ -140,18 +139,11 @@ export class SimulatedController<Task> {
   readonly #options: SimulatedControllerOptions<Task>;
   readonly #ready: string[] = [];
   readonly #timers = new Map<string, number>();
-  readonly #retry = new Map<string, RetryState>();
-  readonly #outbox = new Map<
-    string,
-    { readonly known: KnownResult; readonly call: HandlerCall | undefined }
-  >();
+  #memory: ControllerMemory<KeptCall>;
   /** The resourceVersion each key's last normally ended pass left behind, and when that pass ended. */
   readonly #settled = new Map<string, { readonly resourceVersion: string; readonly at: number }>();
+  /** Passes waiting for a hanging handler call. */
   readonly #parked = new Map<string, Parked>();
-  readonly #groupLocks = new Map<string, string>();
-  /** Keys that changed while busy or while their group was locked; run when they are free. */
-  readonly #deferred = new Set<string>();
-  readonly #lastState = new Map<string, string>();
   #crashCountdown: number | undefined;
   #failNextStatusWrite = false;
   #failNextDelete = false;
@@ -161,8 +153,15 @@ export class SimulatedController<Task> {
 
   constructor(options: SimulatedControllerOptions<Task>) {
     this.#options = options;
+    this.#memory = SimulatedController.#freshMemory(options);
     options.server.watch((event) => this.#onWatch(event));
     this.#relist();
+  }
+
+  static #freshMemory(
+    options: Pick<SimulatedControllerOptions<unknown>, "config" | "supported">,
+  ): ControllerMemory<KeptCall> {
+    return new ControllerMemory({ config: options.config, supported: options.supported });
   }
 
   // ---- commands --------------------------------------------------------------------------------
@@ -214,11 +213,8 @@ export class SimulatedController<Task> {
     for (const parked of this.#parked.values()) parked.call.dropped = "crash";
     this.#ready.length = 0;
     this.#timers.clear();
-    this.#retry.clear();
-    this.#outbox.clear();
+    this.#memory = SimulatedController.#freshMemory(this.#options);
     this.#parked.clear();
-    this.#groupLocks.clear();
-    this.#deferred.clear();
     this.#settled.clear();
     this.#crashCountdown = undefined;
     this.#relist();
@@ -252,7 +248,7 @@ export class SimulatedController<Task> {
     const current = this.#options.server.get(namespace, name);
     if (!current.ok) {
       parked.call.dropped = "cancelled";
-      this.#unlock(parked.lockedGroup, key);
+      this.#enqueueAll(this.#memory.gone({ key, uid: parked.uid, lockedGroup: parked.lockedGroup }));
       return true;
     }
     parked.call.outcome = outcome;
@@ -264,10 +260,9 @@ export class SimulatedController<Task> {
       effects: parked.effects,
       unpersisted: { call: parked.call, known: { phase: parked.phase, outcome } },
       object: current.value,
-      ...(parked.lockedGroup === undefined ? {} : { lockedGroup: parked.lockedGroup }),
+      lockedGroup: parked.lockedGroup,
     };
     this.#continue(running, deliver(parked.pass, parked.phase, outcome, this.#options.clock.now()));
-    this.#release(key);
     this.runUntilIdle();
     return true;
   }
@@ -282,26 +277,20 @@ export class SimulatedController<Task> {
   }
 
   #enqueue(key: string): void {
-    if (this.#parked.has(key)) {
-      this.#deferred.add(key);
-      return;
-    }
     if (!this.#ready.includes(key)) this.#ready.push(key);
+  }
+
+  #enqueueAll(keys: ReadonlyArray<string>): void {
+    for (const key of keys) this.#enqueue(key);
   }
 
   #onWatch(event: WatchEvent): void {
     const facts = readFacts(this.#options.kind, event.object);
     if (facts === undefined) return;
     const key = `${facts.metadata.namespace}/${facts.metadata.name}`;
-    // What peers' admission reads of this task: its state and whether it is being deleted.
-    const seenByPeers = `${facts.status.state ?? "-"}|${facts.metadata.deletionTimestamp === undefined ? "" : "deleting"}`;
-    const changedState = event.type !== "MODIFIED" || this.#lastState.get(facts.metadata.uid) !== seenByPeers;
-    this.#lastState.set(facts.metadata.uid, seenByPeers);
-    if (event.type === "DELETED") {
+    const changedState = this.#memory.peersMustLook(event.type, facts);
+    if (event.type === "DELETED" || facts.metadata.deletionTimestamp !== undefined) {
       this.#cancel(key, facts.metadata.uid);
-    } else if (facts.metadata.deletionTimestamp !== undefined) {
-      const parked = this.#parked.get(key);
-      if (parked !== undefined && parked.phase !== "cleanup") this.#cancel(key, facts.metadata.uid);
     }
     if (event.type !== "DELETED") this.#enqueue(key);
     // A task that appeared, ended or went away changes what its peers' admission sees.
@@ -314,29 +303,14 @@ export class SimulatedController<Task> {
     }
   }
 
+  /** A deletion cancels a parked Admit or Execute call (the memory decides which). */
   #cancel(key: string, uid: string): void {
+    const { cancelled, ready } = this.#memory.cancel(key, uid);
+    if (!cancelled) return;
     const parked = this.#parked.get(key);
-    if (parked === undefined || parked.uid !== uid) return;
-    parked.call.dropped = "cancelled";
+    if (parked !== undefined) parked.call.dropped = "cancelled";
     this.#parked.delete(key);
-    this.#unlock(parked.lockedGroup, key);
-    this.#release(key);
-  }
-
-  #release(key: string): void {
-    if (this.#deferred.delete(key)) this.#enqueue(key);
-  }
-
-  /** Frees `group` if `key` holds it, and lets deferred keys try again. */
-  #unlock(group: string | undefined, key: string): void {
-    if (group === undefined) return;
-    if (this.#groupLocks.get(group) === key) this.#groupLocks.delete(group);
-    for (const key of [...this.#deferred]) {
-      if (!this.#parked.has(key)) {
-        this.#deferred.delete(key);
-        this.#enqueue(key);
-      }
-    }
+    this.#enqueueAll(ready);
   }
 
   #facts(): TaskFacts[] {
@@ -349,31 +323,17 @@ export class SimulatedController<Task> {
   // ---- one pass ---------------------------------------------------------------------------------
 
   #runKey(key: string): void {
-    if (this.#parked.has(key)) {
-      this.#deferred.add(key);
-      return;
-    }
     const [namespace, name] = splitKey(key);
     const stored = this.#options.server.get(namespace, name);
     if (!stored.ok) return;
     const facts = readFacts(this.#options.kind, stored.value);
     if (facts === undefined) return;
-    const uid = facts.metadata.uid;
-    const groupKey = facts.group === undefined ? undefined : `${namespace}/${facts.group}`;
-    const state = facts.status.state;
-    const admissionBound =
-      !isTerminal(state) && state !== "InProgress" && facts.metadata.deletionTimestamp === undefined;
-    if (groupKey !== undefined && admissionBound) {
-      const holder = this.#groupLocks.get(groupKey);
-      if (holder !== undefined && holder !== key) {
-        this.#deferred.add(key);
-        return;
-      }
-    }
-    const kept = this.#outbox.get(uid);
-    this.#outbox.delete(uid);
+    const now = this.#options.clock.now();
+    const started = this.#memory.start(key, facts, () => this.#facts(), now, this.#nextRunId());
+    if (started === undefined) return;
+    const { uid, kept } = started;
     this.#settled.delete(key);
-    const pass = startPass(this.#input(facts, kept?.known));
+    const pass = startPass(started.input);
     const replayed = kept !== undefined && pass.snapshot.context.replayed;
     // A kept result the machine set aside (the task moved on) is superseded; one it ignored while
     // calling the same phase again is not, and the no-repeated-calls property will say so.
@@ -383,28 +343,25 @@ export class SimulatedController<Task> {
       key,
       uid,
       name,
-      started: this.#options.clock.now(),
+      started: now,
       effects: [],
       object: stored.value,
       ...(kept === undefined || !replayed ? {} : { unpersisted: kept }),
-      ...(groupKey === undefined || !admissionBound ? {} : { lockedGroup: groupKey }),
+      lockedGroup: started.lockedGroup,
     };
     this.#continue(running, pass);
   }
 
-  #input(facts: TaskFacts, known: KnownResult | undefined, now = this.#options.clock.now()) {
-    const retry = this.#retry.get(facts.metadata.uid) ?? noRetry;
+  #nextRunId(): string {
     this.#runSerial += 1;
-    return {
-      task: observe(facts, this.#options.supported),
-      peers: peersOf(facts, this.#facts()),
-      now,
-      runId: `run-${this.#runSerial}`,
-      retries: retry.retries,
-      ...(retry.retryAt === undefined ? {} : { retryAt: retry.retryAt }),
-      ...(known === undefined ? {} : { known }),
-      config: this.#options.config,
-    };
+    return `run-${this.#runSerial}`;
+  }
+
+  /** Whether the task of this pass is still stored (a pass can end after its task is gone). */
+  #exists(running: Running): boolean {
+    const [namespace, name] = splitKey(running.key);
+    const stored = this.#options.server.get(namespace, name);
+    return stored.ok && (stored.value.metadata as JsonObject).uid === running.uid;
   }
 
   /**
@@ -414,14 +371,14 @@ export class SimulatedController<Task> {
   settledPasses(): Array<{ name: string; effects: TaskEffect[] }> {
     const result: Array<{ name: string; effects: TaskEffect[] }> = [];
     for (const [key, { resourceVersion, at }] of this.#settled) {
-      if (this.#parked.has(key) || this.#deferred.has(key) || this.#ready.includes(key)) continue;
+      if (this.#memory.isBusy(key) || this.#memory.isDeferred(key) || this.#ready.includes(key)) continue;
       const [namespace, name] = splitKey(key);
       const stored = this.#options.server.get(namespace, name);
       if (!stored.ok || (stored.value.metadata as JsonObject).resourceVersion !== resourceVersion) continue;
       const facts = readFacts(this.#options.kind, stored.value);
       if (facts === undefined) continue;
-      if (this.#outbox.has(facts.metadata.uid)) continue;
-      let pass = startPass(this.#input(facts, undefined, at));
+      if (this.#memory.keeps(facts.metadata.uid)) continue;
+      let pass = startPass(this.#memory.inputOf(facts, this.#facts(), at, this.#nextRunId()));
       // Follow the pass through effects that need no answer; a RunPhase would be reported as such.
       const effects: TaskEffect[] = [];
       for (let next = nextEffect(pass); next !== undefined; next = nextEffect(pass)) {
@@ -467,6 +424,9 @@ export class SimulatedController<Task> {
       }
       running.effects.push(effect._tag);
       if (effect._tag === "RunPhase") {
+        const { lockedGroup, ready } = this.#memory.calling(running, effect.phase);
+        running.lockedGroup = lockedGroup;
+        this.#enqueueAll(ready);
         const result = this.#call(running, pass, effect.phase);
         if (result === "parked") return;
         pass = deliver(pass, effect.phase, result.outcome, clock.now());
@@ -495,8 +455,7 @@ export class SimulatedController<Task> {
           aborted: "gone",
           effects: running.effects,
         });
-        this.#unlock(running.lockedGroup, running.key);
-        this.#retry.delete(running.uid);
+        this.#enqueueAll(this.#memory.gone(running));
         return;
       }
       if (effect._tag === "DeleteTask") {
@@ -505,8 +464,7 @@ export class SimulatedController<Task> {
         continue;
       }
       if (written !== "ok") {
-        // A failed write ends the pass; the result it carried waits in the outbox (never re-asked).
-        if (running.unpersisted !== undefined) this.#outbox.set(running.uid, running.unpersisted);
+        // A failed write ends the pass; the result it carried is kept (never re-asked).
         this.#abort(running, pass, written);
         return;
       }
@@ -558,12 +516,7 @@ export class SimulatedController<Task> {
         call.outcome = outcome;
         return { outcome, call };
       }
-      case "hang": {
-        // Admission of a group stays serialised while this Admit is in flight; once the pass executes
-        // (it may have resumed from a parked Admit), the group is free again.
-        const lockedGroup = phase === "admit" ? running.lockedGroup : undefined;
-        if (lockedGroup !== undefined) this.#groupLocks.set(lockedGroup, running.key);
-        else if (running.lockedGroup !== undefined) this.#unlock(running.lockedGroup, running.key);
+      case "hang":
         this.#parked.set(running.key, {
           pass,
           uid: running.uid,
@@ -571,10 +524,9 @@ export class SimulatedController<Task> {
           call,
           started: running.started,
           effects: running.effects,
-          ...(lockedGroup === undefined ? {} : { lockedGroup }),
+          lockedGroup: running.lockedGroup,
         });
         return "parked";
-      }
     }
   }
 
@@ -618,18 +570,17 @@ export class SimulatedController<Task> {
       end,
       effects: running.effects,
     });
-    this.#unlock(running.lockedGroup, running.key);
     const resourceVersion = (running.object.metadata as JsonObject).resourceVersion;
     if (typeof resourceVersion === "string")
       this.#settled.set(running.key, { resourceVersion, at: clock.now() });
-    const next = nextRetryState(this.#retry.get(running.uid) ?? noRetry, end, clock.now());
-    this.#retry.set(running.uid, next);
+    const ready = this.#memory.ended(running, end, clock.now(), this.#exists(running));
     if (end._tag === "RequeueAfter") this.#timers.set(running.key, clock.now() + end.delayMs);
     else this.#timers.delete(running.key);
+    this.#enqueueAll(ready);
   }
 
   #abort(running: Running, pass: Pass, reason: string): void {
-    const { clock, config } = this.#options;
+    const { clock } = this.#options;
     const [, name] = splitKey(running.key);
     this.passes.push({
       uid: running.uid,
@@ -639,12 +590,10 @@ export class SimulatedController<Task> {
       aborted: reason,
       effects: running.effects,
     });
-    this.#unlock(running.lockedGroup, running.key);
     // An aborted pass backs off like any error; the next pass starts from the stored object.
-    const previous = this.#retry.get(running.uid) ?? noRetry;
-    this.#retry.set(running.uid, { retries: previous.retries + 1 });
-    const delay = backoffDelayMs(config, previous.retries);
-    this.#timers.set(running.key, clock.now() + Math.max(config.minRequeueMs, delay));
+    const { delayMs, ready } = this.#memory.aborted(running, running.unpersisted, this.#exists(running));
+    this.#timers.set(running.key, clock.now() + delayMs);
+    this.#enqueueAll(ready);
   }
 
   /** The current state of every stored task, for checks. */
