@@ -32,8 +32,8 @@ import type { KubeAccess } from "../interpreters/kubernetes/kube-client-node.ts"
 import { type KubeObject, objectKey } from "../interpreters/kubernetes/object.ts";
 import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
-import type { KnownResult, LifecycleConfig, Phase, PhaseOutcome } from "../machine/types.ts";
-import { ControllerMemory, type PassHold } from "../reconcile/controller-memory.ts";
+import type { LifecycleConfig, Phase, PhaseOutcome } from "../machine/types.ts";
+import { ControllerMemory, type Kept, type PassHold } from "../reconcile/controller-memory.ts";
 import { defectOutcome } from "../reconcile/handler-defect.ts";
 import {
   advance,
@@ -99,7 +99,7 @@ interface Running extends PassHold {
   readonly createdAt: number;
   object: KubeObject;
   /** A handler result not yet on the object. */
-  unpersisted?: KnownResult | undefined;
+  unpersisted?: Kept | undefined;
   /** The admission group this pass holds, if it may admit. */
   lockedGroup: string | undefined;
   readonly started: number;
@@ -293,8 +293,7 @@ export const runController = <Task, R>(
       Effect.gen(function* () {
         stats.aborted += 1;
         observer.passEnded("aborted", ((yield* Clock.currentTimeMillis) - running.started) / 1000);
-        const kept = running.unpersisted === undefined ? undefined : { known: running.unpersisted };
-        const { delayMs, ready } = memory.aborted(running, kept, cached(running));
+        const { delayMs, ready } = memory.aborted(running, running.unpersisted, cached(running));
         reasons.timer(running.key, "backoff");
         yield* queue.addAfter(running.key, Duration.millis(yield* jittered(delayMs)));
         yield* Effect.logWarning("pass aborted").pipe(
@@ -306,7 +305,6 @@ export const runController = <Task, R>(
     const gone = (running: Running): Effect.Effect<void> =>
       Effect.gen(function* () {
         observer.passEnded("gone", ((yield* Clock.currentTimeMillis) - running.started) / 1000);
-        released.delete(running.uid);
         yield* runAgain(memory.gone(running));
       });
 
@@ -332,7 +330,7 @@ export const runController = <Task, R>(
               Effect.flatMap((outcome) =>
                 Effect.gen(function* () {
                   const now = yield* Clock.currentTimeMillis;
-                  running.unpersisted = { phase: effect.phase, outcome };
+                  running.unpersisted = { known: { phase: effect.phase, outcome } };
                   yield* drive(running, deliver(parked, effect.phase, outcome, now));
                 }),
               ),
@@ -418,7 +416,7 @@ export const runController = <Task, R>(
           },
           createdAt: input.task.createdAt,
           object,
-          unpersisted: kept !== undefined && pass.snapshot.context.replayed ? kept.known : undefined,
+          unpersisted: kept !== undefined && pass.snapshot.context.replayed ? kept : undefined,
           lockedGroup,
           started: now,
         };
