@@ -29,6 +29,10 @@ export type JsonPatchOperation =
 /** RFC 6901: `~` and `/` inside a member name are escaped. */
 const pointerToken = (name: string): string => name.replaceAll("~", "~0").replaceAll("/", "~1");
 
+/** Whether an object as read has a `status` (a JSON object). */
+export const hasStatus = (object: { readonly [field: string]: unknown }): boolean =>
+  typeof object.status === "object" && object.status !== null && !Array.isArray(object.status);
+
 /** The object a status write is based on, as last read. */
 export interface StatusBase {
   readonly uid: string;

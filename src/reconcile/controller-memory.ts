@@ -210,12 +210,12 @@ export class ControllerMemory<K extends Kept = Kept> {
 
   /**
    * A watch event for a task: whether what its peers' admission reads of it (state, deleting) changed,
-   * so that they must run again. A DELETED task is forgotten.
+   * so that they must run again.
    */
   peersMustLook(type: "ADDED" | "MODIFIED" | "DELETED", facts: TaskFacts): boolean {
     const uid = facts.metadata.uid;
     if (type === "DELETED") {
-      this.forget(uid);
+      this.#seenByPeers.delete(uid);
       return true;
     }
     const signature = peerSignature(facts);

@@ -19,7 +19,6 @@ import * as Clock from "effect/Clock";
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as FiberMap from "effect/FiberMap";
-import * as Predicate from "effect/Predicate";
 import * as Schedule from "effect/Schedule";
 import type * as Scope from "effect/Scope";
 import * as Stream from "effect/Stream";
@@ -32,6 +31,7 @@ import type { KubeAccess } from "../interpreters/kubernetes/kube-client-node.ts"
 import { type KubeObject, objectKey } from "../interpreters/kubernetes/object.ts";
 import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
+import { hasStatus } from "../interpreters/status-json-patch.ts";
 import type { LifecycleConfig, Phase, PhaseOutcome } from "../machine/types.ts";
 import { ControllerMemory, type Kept, type PassHold } from "../reconcile/controller-memory.ts";
 import { defectOutcome } from "../reconcile/handler-defect.ts";
@@ -211,10 +211,7 @@ export const runController = <Task, R>(
         effect._tag === "AddFinalizer"
           ? writer.addFinalizer(target, effect.finalizer, effect.machineVersion)
           : effect._tag === "PatchStatus"
-            ? writer.patchStatus(
-                { ...target, hasStatus: Predicate.isObject(running.object.status) },
-                effect.patch,
-              )
+            ? writer.patchStatus({ ...target, hasStatus: hasStatus(running.object) }, effect.patch)
             : effect._tag === "DeleteTask"
               ? writer.deleteTask(target)
               : effect._tag === "RemoveFinalizer"

@@ -288,6 +288,7 @@ export class SimulatedController<Task> {
     const facts = readFacts(this.#options.kind, event.object);
     if (facts === undefined) return;
     const key = `${facts.metadata.namespace}/${facts.metadata.name}`;
+    if (event.type === "DELETED") this.#memory.forget(facts.metadata.uid);
     const changedState = this.#memory.peersMustLook(event.type, facts);
     if (event.type === "DELETED" || facts.metadata.deletionTimestamp !== undefined) {
       this.#cancel(key, facts.metadata.uid);

@@ -4,7 +4,7 @@ export interface JsonObject {
   [key: string]: JsonValue;
 }
 
-export const isObject = (value: JsonValue | undefined): value is JsonObject =>
+const isObject = (value: JsonValue | undefined): value is JsonObject =>
   value !== null && value !== undefined && typeof value === "object" && !Array.isArray(value);
 
 /**

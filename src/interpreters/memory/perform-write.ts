@@ -4,9 +4,9 @@
  */
 import type { TaskEffect } from "../../effects/task-effect.ts";
 import { machineVersionAnnotation } from "../../reconcile/task-kind.ts";
-import { statusJsonPatch } from "../status-json-patch.ts";
+import { hasStatus, statusJsonPatch } from "../status-json-patch.ts";
 import type { MemoryApiServer } from "./api-server.ts";
-import { isObject, type JsonObject } from "./merge-patch.ts";
+import type { JsonObject } from "./merge-patch.ts";
 
 export type WriteResult =
   | { readonly kind: "ok"; readonly object: JsonObject | undefined }
@@ -49,7 +49,7 @@ export const performWrite = (
           {
             uid: String(meta.uid),
             resourceVersion: String(meta.resourceVersion),
-            hasStatus: isObject(current.status),
+            hasStatus: hasStatus(current),
           },
           effect.patch,
         ),
