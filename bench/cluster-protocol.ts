@@ -2,7 +2,7 @@
  * Messages between bench/cluster.ts and the controller it runs in a child process
  * (bench/cluster-controller.ts), over Node's IPC channel.
  */
-import type { RequestCount } from "../src/interpreters/kubernetes/request-metrics.ts";
+import type { RequestCount } from "../src/kube/request-metrics.ts";
 import type { ControllerStats } from "../src/runtime/controller.ts";
 
 export type ParentMessage =

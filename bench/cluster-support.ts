@@ -12,7 +12,7 @@ import {
   setHeaderOptions,
   Watch,
 } from "@kubernetes/client-node";
-import type { RequestCount } from "../src/interpreters/kubernetes/request-metrics.ts";
+import type { RequestCount } from "../src/kube/request-metrics.ts";
 import { asChildMessage, type ChildMessage, type ParentMessage, type Sample } from "./cluster-protocol.ts";
 import { deployedEnv } from "./deployed-process.ts";
 

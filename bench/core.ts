@@ -8,8 +8,8 @@
  * Run: scripts/bench core   (or: node bench/core.ts)
  */
 import { performance } from "node:perf_hooks";
-import { etcdOpsTaskKind } from "../src/api/etcdopstask-kind.ts";
 import type { TaskStatus } from "../src/api/status.ts";
+import { etcdOpsTaskKind } from "../src/etcd/api/etcdopstask-kind.ts";
 import type { Behaviour } from "../src/interpreters/memory/controller.ts";
 import type { JsonObject } from "../src/interpreters/memory/merge-patch.ts";
 import { toWireTime } from "../src/machine/time.ts";

@@ -16,9 +16,9 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { isMap, isScalar, parse, parseDocument, stringify } from "yaml";
-import { onDemandMaintenanceOpenApi } from "../src/api/config/on-demand-maintenance.ts";
-import { onDemandSnapshotCompactionOpenApi } from "../src/api/config/on-demand-snapshot-compaction.ts";
 import type { OpenApiSchema } from "../src/api/crd/openapi.ts";
+import { onDemandMaintenanceOpenApi } from "../src/etcd/api/config/on-demand-maintenance.ts";
+import { onDemandSnapshotCompactionOpenApi } from "../src/etcd/api/config/on-demand-snapshot-compaction.ts";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const druidCrdDir = resolve(repoRoot, "../shared/compat/druid-crds");

@@ -12,7 +12,6 @@
 
 // ---- the vocabulary: handlers, outcomes, task kinds, status --------------------------------------
 export { DecodeError, formatDecodeError } from "./api/decode-error.ts";
-export { etcdOpsTaskKind } from "./api/etcdopstask-kind.ts";
 export { ManifestMeta, ObjectMeta } from "./api/meta.ts";
 export {
   isTerminal,
@@ -34,20 +33,15 @@ export {
   type RequeueReason,
   TaskEffect,
 } from "./effects/task-effect.ts";
+export { etcdOpsTaskKind } from "./etcd/api/etcdopstask-kind.ts";
 export type { HandlerRegistry, TaskHandler } from "./handlers/handler.ts";
-export { KubeError } from "./interpreters/kubernetes/errors.ts";
 // ---- hard level: the controller and the Kubernetes interpreter -----------------------------------
 export { EventRecorder } from "./interpreters/kubernetes/event-recorder.ts";
-export type { KubeClient } from "./interpreters/kubernetes/kube-client.ts";
-export type { KubeAccess } from "./interpreters/kubernetes/kube-client-node.ts";
-export { kubeClientOf } from "./interpreters/kubernetes/kube-client-node.ts";
-export { KubeconfigError, loadKubeClient } from "./interpreters/kubernetes/kubeconfig-loader.ts";
 export {
   KubeRequests,
   type KubernetesLayerOptions,
   kubernetesLayer,
 } from "./interpreters/kubernetes/layer.ts";
-export { RequestCounter } from "./interpreters/kubernetes/request-metrics.ts";
 export { TaskWriter } from "./interpreters/kubernetes/task-writer.ts";
 // ---- hard level: the memory interpreter ------------------------------------------------------------
 export { MemoryApiServer, type WatchEvent } from "./interpreters/memory/api-server.ts";
@@ -62,6 +56,12 @@ export {
   type WriteRecord,
 } from "./interpreters/memory/controller.ts";
 export type { JsonObject, JsonValue } from "./interpreters/memory/merge-patch.ts";
+export { KubeError } from "./kube/errors.ts";
+export type { KubeClient } from "./kube/kube-client.ts";
+export type { KubeAccess } from "./kube/kube-client-node.ts";
+export { kubeClientOf } from "./kube/kube-client-node.ts";
+export { KubeconfigError, loadKubeClient } from "./kube/kubeconfig-loader.ts";
+export { RequestCounter } from "./kube/request-metrics.ts";
 // ---- easy level: define a kind, write handlers, run them -------------------------------------------
 export {
   type ConfigMembers,

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { type BackupRestore, startBackupRestore } from "../devcluster/backup-restore.ts";
 import { runDevCluster } from "../devcluster/dev.ts";
 import { createReadyEtcd } from "../devcluster/ready-etcd.ts";
-import { loadKubeClient } from "../interpreters/kubernetes/kubeconfig-loader.ts";
+import { loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { serveController } from "./controller-command.ts";
 import { type ControllerOptions, readControllerOptions } from "./options.ts";
 

@@ -8,12 +8,12 @@ import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
 import * as Predicate from "effect/Predicate";
-import { apiPath } from "../interpreters/kubernetes/api-path.ts";
-import { kubeRequest, type RequestSettings } from "../interpreters/kubernetes/client.ts";
-import { KubeError } from "../interpreters/kubernetes/errors.ts";
-import type { ApiResponse } from "../interpreters/kubernetes/kube-client.ts";
-import { type KubeAccess, kubeClientOf } from "../interpreters/kubernetes/kube-client-node.ts";
-import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
+import { apiPath } from "../kube/api-path.ts";
+import { kubeRequest, type RequestSettings } from "../kube/client.ts";
+import { KubeError } from "../kube/errors.ts";
+import type { ApiResponse } from "../kube/kube-client.ts";
+import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
+import { RequestCounter } from "../kube/request-metrics.ts";
 import { JobResource, Jobs, type JobsShape, jobInfoOf } from "./jobs.ts";
 
 export interface KubernetesJobsOptions {

@@ -1,7 +1,7 @@
 /**
  * `defineTaskKind`: an operator's own task resource as a `TaskKind`, from its names, an Effect Schema
  * of the object (or a decode function) and four accessors. The lifecycle then runs it exactly as it
- * runs EtcdOpsTask (src/api/etcdopstask-kind.ts is the hand-written model of what this builds).
+ * runs EtcdOpsTask (src/etcd/api/etcdopstask-kind.ts is the hand-written model of what this builds).
  *
  * Decoding never throws. An object that does not decode still yields its metadata and status when
  * those decode, so the lifecycle can Reject it with ERR_INVALID_TASK naming the fields

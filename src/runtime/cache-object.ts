@@ -12,7 +12,7 @@
  * it grows past 50,000 entries: sharing is an optimisation, never needed for correctness). Names, UIDs
  * and resourceVersions are unique per object and skip the table.
  */
-import { isKubeObject, type KubeObject } from "../interpreters/kubernetes/object.ts";
+import { isKubeObject, type KubeObject } from "../kube/object.ts";
 
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration";
 const maxShared = 50_000;

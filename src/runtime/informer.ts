@@ -36,18 +36,12 @@ import * as Random from "effect/Random";
 import * as Result from "effect/Result";
 import type * as Scope from "effect/Scope";
 import * as Stream from "effect/Stream";
-import { apiPath } from "../interpreters/kubernetes/api-path.ts";
-import { kubeRequest, type RequestSettings } from "../interpreters/kubernetes/client.ts";
-import { fromStatus, type KubeError, toKubeError } from "../interpreters/kubernetes/errors.ts";
-import { type KubeAccess, kubeClientOf } from "../interpreters/kubernetes/kube-client-node.ts";
-import {
-  compareResourceVersions,
-  isKubeObject,
-  type KubeObject,
-  keyOf,
-  objectKey,
-} from "../interpreters/kubernetes/object.ts";
-import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
+import { apiPath } from "../kube/api-path.ts";
+import { kubeRequest, type RequestSettings } from "../kube/client.ts";
+import { fromStatus, type KubeError, toKubeError } from "../kube/errors.ts";
+import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
+import { compareResourceVersions, isKubeObject, type KubeObject, keyOf, objectKey } from "../kube/object.ts";
+import { RequestCounter } from "../kube/request-metrics.ts";
 import type { ResourceRef } from "../reconcile/task-kind.ts";
 import { cacheObject } from "./cache-object.ts";
 

@@ -35,12 +35,12 @@ import * as Option from "effect/Option";
 import * as Predicate from "effect/Predicate";
 import * as Random from "effect/Random";
 import type * as Scope from "effect/Scope";
-import { apiPath } from "../interpreters/kubernetes/api-path.ts";
-import { kubeRequest, mergePatch, type RequestSettings } from "../interpreters/kubernetes/client.ts";
-import type { KubeError } from "../interpreters/kubernetes/errors.ts";
-import { type KubeAccess, kubeClientOf } from "../interpreters/kubernetes/kube-client-node.ts";
-import { microTime } from "../interpreters/kubernetes/micro-time.ts";
-import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
+import { apiPath } from "../kube/api-path.ts";
+import { kubeRequest, mergePatch, type RequestSettings } from "../kube/client.ts";
+import type { KubeError } from "../kube/errors.ts";
+import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
+import { microTime } from "../kube/micro-time.ts";
+import { RequestCounter } from "../kube/request-metrics.ts";
 
 export interface LeaderElectionOptions {
   readonly kubeConfig: KubeAccess;

@@ -12,7 +12,7 @@
  * - Node's process metrics (`opstask_process_*`, `opstask_nodejs_*`).
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
+import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { Pass } from "../reconcile/pass.ts";
 import type { WorkQueueMetrics } from "./work-queue.ts";
 

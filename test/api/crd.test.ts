@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { addedConfigMembers, generateCrds } from "../../scripts/gen-crd.ts";
 import type { OpenApiSchema } from "../../src/api/crd/openapi.ts";
 import { formatPath } from "../../src/api/decode-error.ts";
-import { ApiVersion, decodeEtcdOpsTask, Kind } from "../../src/api/etcdopstask.ts";
+import { ApiVersion, decodeEtcdOpsTask, Kind } from "../../src/etcd/api/etcdopstask.ts";
 import { supersetReport } from "./crd-superset.ts";
 import {
   crdOutDir,

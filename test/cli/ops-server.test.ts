@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { startOpsServer } from "../../src/cli/ops-server.ts";
-import { RequestCounter } from "../../src/interpreters/kubernetes/request-metrics.ts";
+import { RequestCounter } from "../../src/kube/request-metrics.ts";
 import { makeControllerMetrics } from "../../src/runtime/metrics.ts";
 
 const queue = {

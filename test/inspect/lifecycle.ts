@@ -3,8 +3,9 @@
  * effect, deliver handler results), and reports every finished pass to an observer. The object between
  * passes is folded from the effects performed: the status as persisted, our finalizer, the deletion.
  */
-import { etcdOpsTaskKind } from "../../src/api/etcdopstask-kind.ts";
+
 import type { TaskEffect } from "../../src/effects/task-effect.ts";
+import { etcdOpsTaskKind } from "../../src/etcd/api/etcdopstask-kind.ts";
 import { fromWireTime } from "../../src/machine/time.ts";
 import type { PassInput, PhaseOutcome, TaskObservation } from "../../src/machine/types.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";

@@ -18,14 +18,14 @@ import {
 } from "@kubernetes/client-node";
 import { Effect, Layer, Result } from "effect";
 import { beforeAll, describe, expect, it } from "vitest";
-import { decodeEtcdOpsTask, type EtcdOpsTask } from "../../src/api/etcdopstask.ts";
-import { kubernetesJobsLayer } from "../../src/handlers/jobs-kubernetes.ts";
-import { kubernetesObjectReaderLayer } from "../../src/handlers/object-reader-kubernetes.ts";
+import { decodeEtcdOpsTask, type EtcdOpsTask } from "../../src/etcd/api/etcdopstask.ts";
+import { kubernetesObjectReaderLayer } from "../../src/etcd/object-reader-kubernetes.ts";
 import {
   makeOnDemandSnapshotCompactionHandler,
   type OnDemandSnapshotCompactionHandler,
-} from "../../src/handlers/on-demand-snapshot-compaction/handler.ts";
-import { compactionJobName } from "../../src/handlers/on-demand-snapshot-compaction/job-spec.ts";
+} from "../../src/etcd/on-demand-snapshot-compaction/handler.ts";
+import { compactionJobName } from "../../src/etcd/on-demand-snapshot-compaction/job-spec.ts";
+import { kubernetesJobsLayer } from "../../src/handlers/jobs-kubernetes.ts";
 import type { PhaseOutcome } from "../../src/machine/types.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TaskStatus } from "../../src/api/status.ts";
 import { type BackupRestore, startBackupRestore } from "../../src/devcluster/backup-restore.ts";
 import { createReadyEtcd } from "../../src/devcluster/ready-etcd.ts";
-import { etcdHandlerLayer, etcdHandlers } from "../../src/handlers/etcd-registry.ts";
+import { etcdHandlerLayer, etcdHandlers } from "../../src/etcd/registry.ts";
 import { createTestNamespace, druidCrds, useControlPlane } from "../support/cluster.ts";
 import { type RunningController, startControllerWith } from "../support/controller.ts";
 

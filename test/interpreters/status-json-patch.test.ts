@@ -1,5 +1,5 @@
 // The wire form of a status write (src/interpreters/status-json-patch.ts); what the apiserver makes of
-// it is pinned in test/kubernetes/task-writer.test.ts, and the memory API server's answers in
+// it is pinned in test/kube/task-writer.test.ts, and the memory API server's answers in
 // test/memory/api-server.test.ts.
 import { describe, expect, it } from "vitest";
 import { statusJsonPatch } from "../../src/interpreters/status-json-patch.ts";

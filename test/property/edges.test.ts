@@ -9,9 +9,9 @@
 import { describe, expect, it } from "vitest";
 import { createActor, type InspectionEvent } from "xstate";
 import { getShortestPaths } from "xstate/graph";
-import { etcdOpsTaskKind } from "../../src/api/etcdopstask-kind.ts";
 import type { TaskStatus } from "../../src/api/status.ts";
 import { isPassEnd } from "../../src/effects/task-effect.ts";
+import { etcdOpsTaskKind } from "../../src/etcd/api/etcdopstask-kind.ts";
 import { MemoryApiServer } from "../../src/interpreters/memory/api-server.ts";
 import { FakeClock } from "../../src/interpreters/memory/clock.ts";
 import type { JsonObject } from "../../src/interpreters/memory/merge-patch.ts";

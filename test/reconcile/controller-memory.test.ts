@@ -2,9 +2,9 @@
 // one rule per test. The property tests check them end to end through the simulated controller; here
 // each is pinned on its own, including the group lock, which a synchronous simulation cannot race.
 import { describe, expect, it } from "vitest";
-import { etcdOpsTaskKind } from "../../src/api/etcdopstask-kind.ts";
 import type { TaskState } from "../../src/api/status.ts";
 import type { PassEnd } from "../../src/effects/task-effect.ts";
+import { etcdOpsTaskKind } from "../../src/etcd/api/etcdopstask-kind.ts";
 import { ControllerMemory, type Kept } from "../../src/reconcile/controller-memory.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
 import type { TaskFacts } from "../../src/reconcile/task-kind.ts";

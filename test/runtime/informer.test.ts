@@ -4,16 +4,16 @@
 import { assert, describe, it } from "@effect/vitest";
 import { RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { Deferred, Effect, Exit, Fiber, Scope, Stream } from "effect";
-import type { KubeObject } from "../../src/interpreters/kubernetes/object.ts";
-import { compareResourceVersions } from "../../src/interpreters/kubernetes/object.ts";
-import { RequestCounter } from "../../src/interpreters/kubernetes/request-metrics.ts";
+import type { KubeObject } from "../../src/kube/object.ts";
+import { compareResourceVersions } from "../../src/kube/object.ts";
+import { RequestCounter } from "../../src/kube/request-metrics.ts";
 import {
   type Change,
   type Informer,
   type InformerOptions,
   makeInformer,
 } from "../../src/runtime/informer.ts";
-import { resource, tasks } from "../kubernetes/fixtures.ts";
+import { resource, tasks } from "../kube/fixtures.ts";
 import { createTestNamespace, druidCrds, useControlPlane } from "../support/cluster.ts";
 
 const cluster = useControlPlane({ crds: druidCrds });

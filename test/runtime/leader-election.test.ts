@@ -11,7 +11,7 @@ import {
   V1MicroTime,
 } from "@kubernetes/client-node";
 import { Cause, Duration, Effect, Exit, Scope } from "effect";
-import { RequestCounter } from "../../src/interpreters/kubernetes/request-metrics.ts";
+import { RequestCounter } from "../../src/kube/request-metrics.ts";
 import {
   type LeaderElection,
   type LeaderElectionOptions,

@@ -4,11 +4,11 @@
  */
 import type { KubeConfig } from "@kubernetes/client-node";
 import { Effect, Exit, Layer, Logger, References, Scope } from "effect";
-import type { EtcdOpsTask } from "../../src/api/etcdopstask.ts";
-import { etcdOpsTaskKind } from "../../src/api/etcdopstask-kind.ts";
+import type { EtcdOpsTask } from "../../src/etcd/api/etcdopstask.ts";
+import { etcdOpsTaskKind } from "../../src/etcd/api/etcdopstask-kind.ts";
 import type { HandlerRegistry, TaskHandler } from "../../src/handlers/handler.ts";
 import { kubernetesLayer } from "../../src/interpreters/kubernetes/layer.ts";
-import { RequestCounter } from "../../src/interpreters/kubernetes/request-metrics.ts";
+import { RequestCounter } from "../../src/kube/request-metrics.ts";
 import type { LifecycleConfig, Phase, PhaseOutcome } from "../../src/machine/types.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
 import { type ControllerHandle, runController } from "../../src/runtime/controller.ts";

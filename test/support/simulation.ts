@@ -1,5 +1,5 @@
 /** A simulated controller over the in-memory API server, wired for EtcdOpsTask, for tests. */
-import { etcdOpsTaskKind } from "../../src/api/etcdopstask-kind.ts";
+import { etcdOpsTaskKind } from "../../src/etcd/api/etcdopstask-kind.ts";
 import { MemoryApiServer } from "../../src/interpreters/memory/api-server.ts";
 import { FakeClock } from "../../src/interpreters/memory/clock.ts";
 import { type Behaviour, SimulatedController } from "../../src/interpreters/memory/controller.ts";

@@ -8,14 +8,14 @@ import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as Predicate from "effect/Predicate";
 import type * as Scope from "effect/Scope";
-import { etcdOpsTaskKind } from "../../api/etcdopstask-kind.ts";
-import { apiPath } from "../../interpreters/kubernetes/api-path.ts";
-import { kubeRequest, type RequestSettings } from "../../interpreters/kubernetes/client.ts";
-import { KubeError } from "../../interpreters/kubernetes/errors.ts";
-import type { KubeClient } from "../../interpreters/kubernetes/kube-client.ts";
-import { kubeClientOf } from "../../interpreters/kubernetes/kube-client-node.ts";
-import { isKubeObject, type KubeObject } from "../../interpreters/kubernetes/object.ts";
-import { RequestCounter } from "../../interpreters/kubernetes/request-metrics.ts";
+import { etcdOpsTaskKind } from "../../etcd/api/etcdopstask-kind.ts";
+import { apiPath } from "../../kube/api-path.ts";
+import { kubeRequest, type RequestSettings } from "../../kube/client.ts";
+import { KubeError } from "../../kube/errors.ts";
+import type { KubeClient } from "../../kube/kube-client.ts";
+import { kubeClientOf } from "../../kube/kube-client-node.ts";
+import { isKubeObject, type KubeObject } from "../../kube/object.ts";
+import { RequestCounter } from "../../kube/request-metrics.ts";
 import { type Informer, makeInformer } from "../../runtime/informer.ts";
 
 export interface Cluster {

@@ -7,7 +7,7 @@ import * as Cause from "effect/Cause";
 import * as Effect from "effect/Effect";
 import * as Exit from "effect/Exit";
 import * as Logger from "effect/Logger";
-import type { KubeError } from "../../interpreters/kubernetes/errors.ts";
+import type { KubeError } from "../../kube/errors.ts";
 import { OptionError } from "../options.ts";
 import type { TaskIo } from "./io.ts";
 

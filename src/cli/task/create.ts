@@ -5,10 +5,10 @@
  */
 import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
-import { OnDemandMaintenanceLimits } from "../../api/config/on-demand-maintenance.ts";
-import { OnDemandSnapshotLimits, SnapshotTypes } from "../../api/config/on-demand-snapshot.ts";
-import { ApiVersion, decodeEtcdOpsTaskManifest, Kind, TtlLimits } from "../../api/etcdopstask.ts";
-import type { KubeError } from "../../interpreters/kubernetes/errors.ts";
+import { OnDemandMaintenanceLimits } from "../../etcd/api/config/on-demand-maintenance.ts";
+import { OnDemandSnapshotLimits, SnapshotTypes } from "../../etcd/api/config/on-demand-snapshot.ts";
+import { ApiVersion, decodeEtcdOpsTaskManifest, Kind, TtlLimits } from "../../etcd/api/etcdopstask.ts";
+import type { KubeError } from "../../kube/errors.ts";
 import { OptionError } from "../options.ts";
 import { booleanFlag, type Flags, secondsFlag, stringFlag, waitTimeoutMs } from "./args.ts";
 import { type Cluster, createTask } from "./cluster.ts";

@@ -8,7 +8,7 @@
  */
 import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
-import type { KubeError } from "../../interpreters/kubernetes/errors.ts";
+import type { KubeError } from "../../kube/errors.ts";
 import { fromWireTime, toWireTime } from "../../machine/time.ts";
 import { type Cluster, getTask, listTaskEvents, type TaskEventRecord } from "./cluster.ts";
 import { timeline, why } from "./explain.ts";

@@ -3,8 +3,9 @@
  * (only the latest operation and transition survive), the finalizers, and the task's Kubernetes
  * Events, which fill in the transitions the status has overwritten. Pure: `now` is passed in.
  */
-import { etcdOpsTaskKind } from "../../api/etcdopstask-kind.ts";
+
 import type { TaskStatus } from "../../api/status.ts";
+import { etcdOpsTaskKind } from "../../etcd/api/etcdopstask-kind.ts";
 import { describe as texts } from "../../machine/descriptions.ts";
 import { fromWireTime } from "../../machine/time.ts";
 import type { TaskEventRecord } from "./cluster.ts";

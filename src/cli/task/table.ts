@@ -5,8 +5,8 @@
  */
 import * as Effect from "effect/Effect";
 import * as Stream from "effect/Stream";
-import type { KubeError } from "../../interpreters/kubernetes/errors.ts";
-import type { KubeObject } from "../../interpreters/kubernetes/object.ts";
+import type { KubeError } from "../../kube/errors.ts";
+import type { KubeObject } from "../../kube/object.ts";
 import { type Cluster, listTasks, watchTasks } from "./cluster.ts";
 import { humanDuration } from "./human-duration.ts";
 import type { Output } from "./io.ts";

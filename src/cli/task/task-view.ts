@@ -4,11 +4,11 @@
  */
 import * as Result from "effect/Result";
 import * as SchemaParser from "effect/SchemaParser";
-import type { TaskConfig } from "../../api/config/task-config.ts";
-import { decodeEtcdOpsTask, Finalizer, TtlLimits } from "../../api/etcdopstask.ts";
 import type { LastError, TaskStatus } from "../../api/status.ts";
 import { TaskStatusSchema } from "../../api/status-schema.ts";
-import type { KubeObject } from "../../interpreters/kubernetes/object.ts";
+import type { TaskConfig } from "../../etcd/api/config/task-config.ts";
+import { decodeEtcdOpsTask, Finalizer, TtlLimits } from "../../etcd/api/etcdopstask.ts";
+import type { KubeObject } from "../../kube/object.ts";
 import { fromWireTime } from "../../machine/time.ts";
 
 export interface TaskView {

@@ -9,12 +9,12 @@ import * as Context from "effect/Context";
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import type { EventType } from "../../effects/task-effect.ts";
+import { apiPath } from "../../kube/api-path.ts";
+import { kubeRequest } from "../../kube/client.ts";
+import { type KubeAccess, kubeClientOf } from "../../kube/kube-client-node.ts";
+import { microTime } from "../../kube/micro-time.ts";
+import type { RequestCounter } from "../../kube/request-metrics.ts";
 import type { ResourceRef } from "../../reconcile/task-kind.ts";
-import { apiPath } from "./api-path.ts";
-import { kubeRequest } from "./client.ts";
-import { type KubeAccess, kubeClientOf } from "./kube-client-node.ts";
-import { microTime } from "./micro-time.ts";
-import type { RequestCounter } from "./request-metrics.ts";
 
 /** The object an event is about (the task as last read). */
 export interface EventSubject {

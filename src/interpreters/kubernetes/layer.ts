@@ -6,10 +6,10 @@
 import * as Context from "effect/Context";
 import type * as Duration from "effect/Duration";
 import * as Layer from "effect/Layer";
+import type { KubeAccess } from "../../kube/kube-client-node.ts";
+import { RequestCounter } from "../../kube/request-metrics.ts";
 import type { ResourceRef } from "../../reconcile/task-kind.ts";
 import { EventRecorder, makeEventRecorder } from "./event-recorder.ts";
-import type { KubeAccess } from "./kube-client-node.ts";
-import { RequestCounter } from "./request-metrics.ts";
 import { makeTaskWriter, type RetryPolicy, TaskWriter } from "./task-writer.ts";
 
 /** API requests by verb and code, counted at the client (retries included). */

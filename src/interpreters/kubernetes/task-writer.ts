@@ -19,6 +19,12 @@ import * as Context from "effect/Context";
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as Schedule from "effect/Schedule";
+import { apiPath } from "../../kube/api-path.ts";
+import { jsonPatch, kubeRequest, mergePatch, type RequestSettings } from "../../kube/client.ts";
+import { isRetryable, KubeError } from "../../kube/errors.ts";
+import { type KubeAccess, kubeClientOf } from "../../kube/kube-client-node.ts";
+import { finalizersOf, isKubeObject, type KubeObject } from "../../kube/object.ts";
+import type { RequestCounter, Verb } from "../../kube/request-metrics.ts";
 import { machineVersionAnnotation, type ResourceRef } from "../../reconcile/task-kind.ts";
 import {
   jsonPatchNotApplicable,
@@ -26,12 +32,6 @@ import {
   type StatusChanges,
   statusJsonPatch,
 } from "../status-json-patch.ts";
-import { apiPath } from "./api-path.ts";
-import { jsonPatch, kubeRequest, mergePatch, type RequestSettings } from "./client.ts";
-import { isRetryable, KubeError } from "./errors.ts";
-import { type KubeAccess, kubeClientOf } from "./kube-client-node.ts";
-import { finalizersOf, isKubeObject, type KubeObject } from "./object.ts";
-import type { RequestCounter, Verb } from "./request-metrics.ts";
 
 /** The object a write is about, as last read (TaskMeta from task-kind.ts fits). */
 export interface WriteTarget {

@@ -1,0 +1,21 @@
+/**
+ * The preconditions of on-demand maintenance, checked by Admit and again before every Execute attempt:
+ * the Etcd exists in the task's namespace and is Ready. Texts and codes are the snapshot handler's
+ * (contract §1.5, §1.9), including the empty-`etcdName` rule (NotFound without a request).
+ *
+ * Unlike a snapshot, maintenance does NOT require backup (`spec.backup.store`): compaction and
+ * defragmentation talk to etcd itself, never to the backup-restore sidecar. The lookup and the
+ * readiness check are the snapshot handler's.
+ */
+import * as Effect from "effect/Effect";
+import type { StepFailure } from "../../handlers/step-failure.ts";
+import type { Etcd } from "../api/etcd.ts";
+import type { EtcdOpsTask } from "../api/etcdopstask.ts";
+import { AdmissionTexts, requireReady, taskEtcd } from "../on-demand-snapshot/admission.ts";
+import type { ObjectReader } from "../services.ts";
+
+export { AdmissionTexts };
+
+/** The Etcd when maintenance may run against it: it exists and is Ready (backup is not required). */
+export const maintainableEtcd = (task: EtcdOpsTask): Effect.Effect<Etcd, StepFailure, ObjectReader> =>
+  taskEtcd(task).pipe(Effect.flatMap(requireReady));

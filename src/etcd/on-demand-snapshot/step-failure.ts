@@ -1,0 +1,23 @@
+/** The on-demand snapshot handler's error codes (druid's, contract §1.6) and its stop helpers. */
+import { stops } from "../../handlers/step-failure.ts";
+
+/** druid's error codes for this task type (contract §1.6). */
+export const ErrorCodes = {
+  getEtcd: "ERR_GET_ETCD",
+  backupNotEnabled: "ERR_BACKUP_NOT_ENABLED",
+  etcdNotReady: "ERR_ETCD_NOT_READY",
+  getStatefulSet: "ERR_GET_STATEFULSET",
+  getCASecret: "ERR_GET_CA_SECRET",
+  caDataKeyNotFound: "ERR_CA_DATA_KEY_NOT_FOUND",
+  appendCACerts: "ERR_APPEND_CA_CERTS",
+  createHttpRequest: "ERR_CREATE_HTTP_REQUEST",
+  executeHttpRequest: "ERR_EXECUTE_HTTP_REQUEST",
+  createSnapshot: "ERR_CREATE_SNAPSHOT",
+  unsupportedTask: "ERR_UNSUPPORTED_TASK",
+} as const;
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+export { completed, outcomeOf, StepFailure } from "../../handlers/step-failure.ts";
+
+/** A final failure, and a transient one (retried with backoff). */
+export const { failed, retry } = stops<ErrorCode>();

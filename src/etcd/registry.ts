@@ -1,0 +1,49 @@
+/**
+ * The handlers of opstask's EtcdOpsTask controller, by config member, and the services they run on.
+ * A member without a handler here is Rejected with ERR_UNSUPPORTED_TASK (and stays deletable).
+ */
+import * as Layer from "effect/Layer";
+import type { HandlerRegistry } from "../handlers/handler.ts";
+import type { Jobs } from "../handlers/jobs.ts";
+import { kubernetesJobsLayer } from "../handlers/jobs-kubernetes.ts";
+import type { KubeAccess } from "../kube/kube-client-node.ts";
+import type { RequestCounter } from "../kube/request-metrics.ts";
+import type { EtcdOpsTask } from "./api/etcdopstask.ts";
+import { nodeBackupRestoreHttpLayer, type ResolveOverride } from "./backup-restore-http-node.ts";
+import { type EtcdGateway, nodeEtcdGatewayLayer } from "./etcd-client.ts";
+import { kubernetesObjectReaderLayer } from "./object-reader-kubernetes.ts";
+import { onDemandMaintenanceHandler } from "./on-demand-maintenance/handler.ts";
+import { onDemandSnapshotHandler } from "./on-demand-snapshot/handler.ts";
+import { onDemandSnapshotCompactionHandler } from "./on-demand-snapshot-compaction/handler.ts";
+import type { BackupRestoreHttp, ObjectReader } from "./services.ts";
+
+export type EtcdHandlerServices = ObjectReader | BackupRestoreHttp | EtcdGateway | Jobs;
+
+export const etcdHandlers: HandlerRegistry<EtcdOpsTask, EtcdHandlerServices> = {
+  onDemandSnapshot: onDemandSnapshotHandler,
+  onDemandMaintenance: onDemandMaintenanceHandler,
+  onDemandSnapshotCompaction: onDemandSnapshotCompactionHandler,
+};
+
+export interface EtcdHandlerLayerOptions {
+  /** opstask's lean `KubeClient` (`loadKubeClient`) or a client-node `KubeConfig`. */
+  readonly kubeConfig: KubeAccess;
+  /** curl-style `--resolve` rules: where to dial backup-restore sidecars and etcd (verification unchanged). */
+  readonly resolve?: ReadonlyArray<ResolveOverride>;
+  readonly counter?: RequestCounter;
+}
+
+/** The services the etcd handlers need, on a real cluster. */
+export const etcdHandlerLayer = (options: EtcdHandlerLayerOptions): Layer.Layer<EtcdHandlerServices> =>
+  Layer.mergeAll(
+    kubernetesObjectReaderLayer({
+      kubeConfig: options.kubeConfig,
+      ...(options.counter === undefined ? {} : { counter: options.counter }),
+    }),
+    nodeBackupRestoreHttpLayer({ resolve: options.resolve ?? [] }),
+    nodeEtcdGatewayLayer({ resolve: options.resolve ?? [] }),
+    kubernetesJobsLayer({
+      kubeConfig: options.kubeConfig,
+      ...(options.counter === undefined ? {} : { counter: options.counter }),
+    }),
+  );

@@ -1,0 +1,242 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createNetServer } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { toKubeError } from "../../src/kube/errors.ts";
+import { ApiCallError, type KubeClient, makeKubeClient } from "../../src/kube/kube-client.ts";
+
+interface Seen {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingMessage["headers"];
+  readonly body: string;
+}
+
+let server: Server | undefined;
+let client: KubeClient | undefined;
+
+afterEach(async () => {
+  client?.close();
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
+  server = undefined;
+  client = undefined;
+});
+
+/** A plain-HTTP apiserver stand-in on 127.0.0.1; `handle` answers each request. */
+const serve = async (handle: (request: Seen, response: ServerResponse) => void) => {
+  const seen: Seen[] = [];
+  server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      const entry = {
+        method: request.method ?? "",
+        url: request.url ?? "",
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString(),
+      };
+      seen.push(entry);
+      handle(entry, response);
+    });
+  });
+  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : 0;
+  client = makeKubeClient({
+    server: `http://127.0.0.1:${port}/prefix`,
+    credentials: async () => ({ headers: { Authorization: "Bearer t" } }),
+  });
+  return { client, seen };
+};
+
+const json = (response: ServerResponse, status: number, body: unknown) =>
+  response.writeHead(status, { "Content-Type": "application/json" }).end(JSON.stringify(body));
+
+describe("KubeClient.request", () => {
+  it("sends method, path under the server's prefix, query, JSON body, content type and credentials", async () => {
+    const { client, seen } = await serve((_, response) => json(response, 200, { kind: "Thing" }));
+    const answer = await client.request({
+      method: "PATCH",
+      path: "/apis/g/v1/namespaces/n/things/a b",
+      query: { labelSelector: "app=x", limit: 5, continue: undefined },
+      body: { metadata: { resourceVersion: "7" } },
+      contentType: "application/merge-patch+json",
+    });
+    expect(answer).toEqual({ status: 200, body: { kind: "Thing" } });
+    expect(seen[0]?.method).toBe("PATCH");
+    expect(seen[0]?.url).toBe("/prefix/apis/g/v1/namespaces/n/things/a%20b?labelSelector=app%3Dx&limit=5");
+    expect(seen[0]?.headers["content-type"]).toBe("application/merge-patch+json");
+    expect(seen[0]?.headers.authorization).toBe("Bearer t");
+    expect(JSON.parse(seen[0]?.body ?? "")).toEqual({ metadata: { resourceVersion: "7" } });
+  });
+
+  it("rejects a non-2xx answer with its code and the Status message, which map to a KubeError", async () => {
+    const { client } = await serve((_, response) =>
+      json(response, 409, {
+        kind: "Status",
+        code: 409,
+        reason: "Conflict",
+        message: "the object has been modified",
+      }),
+    );
+    const error = await client.request({ method: "GET", path: "/api/v1/x" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiCallError);
+    expect(toKubeError(error)).toMatchObject({
+      reason: "Conflict",
+      code: 409,
+      message: "the object has been modified",
+    });
+  });
+
+  it("fails as transient (code 0) when the connection closes mid-answer or nothing listens", async () => {
+    const { client } = await serve((_, response) => {
+      response.writeHead(200, { "Content-Type": "application/json", "Content-Length": "100" });
+      response.write('{"kind":');
+      setTimeout(() => response.socket?.destroy(), 20);
+    });
+    const cut = await client.request({ method: "GET", path: "/api/v1/x" }).catch((e: unknown) => e);
+    expect(toKubeError(cut)).toMatchObject({ reason: "Transient", code: 0 });
+    const nobody = makeKubeClient({
+      server: "http://127.0.0.1:1",
+      credentials: async () => ({ headers: {} }),
+    });
+    const refused = await nobody.request({ method: "GET", path: "/api/v1/x" }).catch((e: unknown) => e);
+    expect(toKubeError(refused)).toMatchObject({ reason: "Transient", code: 0 });
+    expect(toKubeError(refused).message).toMatch(/ECONNREFUSED/);
+  });
+
+  it("an aborted request rejects", async () => {
+    const { client } = await serve(() => {
+      // never answers
+    });
+    const abort = new AbortController();
+    const pending = client.request({ method: "GET", path: "/api/v1/x" }, abort.signal);
+    setTimeout(() => abort.abort(), 20);
+    await expect(pending).rejects.toBeInstanceOf(Error);
+  });
+});
+
+describe("KubeClient.watch", () => {
+  it("delivers each event line, then onDone(null) when the server ends the stream", async () => {
+    const { client, seen } = await serve((_, response) => {
+      response.writeHead(200, { "Content-Type": "application/json" });
+      response.write('{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n{"type":"BOOK');
+      setTimeout(() => {
+        response.write('MARK","object":{"metadata":{"resourceVersion":"9"}}}\n\n');
+        response.end();
+      }, 20);
+    });
+    const events: Array<[string, unknown]> = [];
+    const done = new Promise<unknown>((resolve) => {
+      void client.watch(
+        "/apis/g/v1/things",
+        { resourceVersion: "5" },
+        (type, object) => events.push([type, object]),
+        resolve,
+      );
+    });
+    expect(await done).toBeNull();
+    expect(events).toEqual([
+      ["ADDED", { metadata: { name: "a" } }],
+      ["BOOKMARK", { metadata: { resourceVersion: "9" } }],
+    ]);
+    expect(seen[0]?.url).toBe("/prefix/apis/g/v1/things?resourceVersion=5&watch=true");
+  });
+
+  it("rejects when the watch is refused (410 Gone keeps its code)", async () => {
+    const { client } = await serve((_, response) =>
+      json(response, 410, {
+        kind: "Status",
+        code: 410,
+        reason: "Expired",
+        message: "too old resource version",
+      }),
+    );
+    const error = await client
+      .watch(
+        "/apis/g/v1/things",
+        {},
+        () => {},
+        () => {},
+      )
+      .catch((e: unknown) => e);
+    expect(toKubeError(error)).toMatchObject({
+      reason: "Gone",
+      code: 410,
+      message: "too old resource version",
+    });
+  });
+
+  it("ends once with an error when the connection drops, and not at all after our own abort", async () => {
+    const { client } = await serve((_, response) => {
+      response.writeHead(200, { "Content-Type": "application/json" });
+      response.write('{"type":"ADDED","object":{}}\n');
+      setTimeout(() => response.socket?.destroy(), 20);
+    });
+    const ends: unknown[] = [];
+    await new Promise<void>((resolve) => {
+      void client.watch(
+        "/w",
+        {},
+        () => {},
+        (error) => {
+          ends.push(error);
+          resolve();
+        },
+      );
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(ends).toHaveLength(1);
+    expect(ends[0]).toBeInstanceOf(Error);
+
+    const aborted: unknown[] = [];
+    const controller = await client.watch(
+      "/w",
+      {},
+      () => {},
+      (error) => aborted.push(error),
+    );
+    controller.abort();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(aborted.every((end) => end === null)).toBe(true);
+  });
+});
+
+describe("KubeClient on a kept-alive connection the server has closed", () => {
+  it("sends the request once more on a new connection", async () => {
+    // A raw server: answers the first request of each connection and keeps it open; on the second
+    // request of a connection it drops the connection unanswered, as a server whose idle timeout fired.
+    const connections: number[] = [];
+    const raw = createNetServer((socket) => {
+      const index = connections.length;
+      connections.push(0);
+      socket.on("data", () => {
+        connections[index] = (connections[index] ?? 0) + 1;
+        if ((connections[index] ?? 0) > 1) {
+          socket.resetAndDestroy();
+          return;
+        }
+        const body = `{"n":${index}}`;
+        socket.write(
+          `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: keep-alive\r\n\r\n${body}`,
+        );
+      });
+    });
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    const address = raw.address();
+    const port = typeof address === "object" && address !== null ? address.port : 0;
+    const kept = makeKubeClient({
+      server: `http://127.0.0.1:${port}`,
+      credentials: async () => ({ headers: {} }),
+    });
+    try {
+      expect((await kept.request({ method: "GET", path: "/a" })).body).toEqual({ n: 0 });
+      // Reuses the kept-alive socket, which the server resets: answered by a new connection.
+      expect((await kept.request({ method: "GET", path: "/b" })).body).toEqual({ n: 1 });
+      expect(connections).toEqual([2, 1]);
+    } finally {
+      kept.close();
+      await new Promise((resolve) => raw.close(resolve));
+    }
+  });
+});
