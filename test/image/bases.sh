@@ -5,8 +5,8 @@
 #
 #   localhost/opstask-base/build:<tag>    /bin/sh, /usr/bin/env, Node and npm in /usr/local, as in the
 #                                         node image; runs `npm ci` and the bundler
-#   localhost/opstask-base/runtime:<tag>  Node at /nodejs/bin/node as in distroless, the shared
-#                                         libraries `ldd` lists, /etc/passwd with nonroot (65532), /tmp
+#   localhost/opstask-base/runtime:<tag>  Node at /nodejs/bin/node as in distroless, glibc and the C++
+#                                         runtime, /etc/passwd with nonroot (65532), /tmp
 #
 # Node is the one scripts/node-env.sh installed (pinned by integrity in scripts/node-toolchain);
 # npm comes from test/image/npm's lock (npm ci checks its sha512). <tag> is a hash of every input, so
@@ -45,7 +45,7 @@ copy_program() {
   local rootfs="$1" program="$2" target="$3" lib
   install -D -m 0755 "$program" "$rootfs$target"
   for lib in $(ldd "$program" | grep -o '/[^ ]*'); do
-    [ -e "$rootfs$lib" ] || { echo "image-check: $program needs $lib, which the base lacks" >&2; return 1; }
+    [ -e "$rootfs$lib" ] || { echo "image-bases: $program needs $lib, which the base lacks" >&2; return 1; }
   done
 }
 
@@ -62,7 +62,7 @@ work="$(mktemp -d "$cache/bases.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 if ! podman image exists "$build_ref"; then
-  echo "image-check: making $build_ref" >&2
+  echo "image-bases: making $build_ref" >&2
   npm_dir="$cache/npm-$tag"
   if [ ! -f "$npm_dir/.complete" ]; then
     rm -rf "$npm_dir"
@@ -91,7 +91,7 @@ if ! podman image exists "$build_ref"; then
 fi
 
 if ! podman image exists "$runtime_ref"; then
-  echo "image-check: making $runtime_ref" >&2
+  echo "image-bases: making $runtime_ref" >&2
   rootfs="$work/runtime"
   make_root "$rootfs"
   mkdir -p "$rootfs"/{home/nonroot,nodejs/bin}
