@@ -5,9 +5,15 @@
 #
 #   docker build -t opstask:0.1.0 .
 #   docker run --rm opstask:0.1.0 controller --help
+#
+# The two bases are arguments so that a machine without registry access can build from base images
+# it made itself: scripts/image-check builds this file with buildah from such bases
+# (test/image/bases.sh) and runs the result with podman as deploy/deployment.yaml runs it.
+ARG BUILD_BASE=node:24.21.0-bookworm-slim
+ARG RUNTIME_BASE=gcr.io/distroless/nodejs24-debian12:nonroot
 
 # ---- build: npm ci (rolldown is a devDependency), then bundle src/cli/main.ts into dist/bundle -----
-FROM node:24.21.0-bookworm-slim AS build
+FROM ${BUILD_BASE} AS build
 WORKDIR /app
 ENV npm_config_update_notifier=false \
     npm_config_fund=false \
@@ -20,7 +26,7 @@ COPY scripts/bundle.ts ./scripts/
 RUN node scripts/bundle.ts src/cli/main.ts dist/bundle
 
 # ---- runtime: Node 24 only (no npm, no shell, no node_modules), as the distroless non-root user -----
-FROM gcr.io/distroless/nodejs24-debian12:nonroot
+FROM ${RUNTIME_BASE}
 WORKDIR /app
 ENV NODE_ENV=production
 # package.json ("type": "module") makes Node load dist/bundle/*.js as ES modules.

@@ -6,6 +6,7 @@
  *   machine      print the task lifecycle machine (json | mermaid | dot | svg)
  *   snapshot, maintain, get, describe, wait   the task CLI (src/cli/task; also `kubectl opstask`)
  */
+import { readFile } from "node:fs/promises";
 import { OptionError } from "./options.ts";
 import { taskCommandNames } from "./task/names.ts";
 
@@ -20,6 +21,7 @@ Commands:
   get          list tasks (-A: all namespaces, -w: watch)
   describe     explain why a task is where it is
   wait         follow a task until it ends (exit 0 on Succeeded, 1 on Failed/Rejected)
+  version      print the version (also --version)
 `;
 
 type Command = (argv: ReadonlyArray<string>) => Promise<number>;
@@ -43,11 +45,29 @@ const commands: Record<string, Command> = {
   ...Object.fromEntries(taskCommandNames.map((name) => [name, task(name)])),
 };
 
+/**
+ * package.json's version. The file sits two directories above this module in every layout it runs
+ * from: src/cli/main.ts in a checkout, dist/cli/main.js in the npm package, and
+ * /app/dist/bundle/main.js in the image (which copies package.json to /app for "type": "module").
+ */
+const packageVersion = async (): Promise<string> => {
+  const manifest: unknown = JSON.parse(
+    await readFile(new URL("../../package.json", import.meta.url), "utf8"),
+  );
+  const version =
+    typeof manifest === "object" && manifest !== null ? Reflect.get(manifest, "version") : undefined;
+  return typeof version === "string" ? version : "unknown";
+};
+
 const main = async (argv: ReadonlyArray<string>): Promise<number> => {
   const [name, ...rest] = argv;
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     process.stdout.write(usage);
     return name === undefined ? 2 : 0;
+  }
+  if (name === "--version" || name === "version") {
+    process.stdout.write(`${await packageVersion()}\n`);
+    return 0;
   }
   const command = commands[name];
   if (command === undefined) {
