@@ -24,8 +24,7 @@ import { type ControllerHandle, runController } from "../runtime/controller.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
 import { sumQueueMetrics } from "../runtime/work-queue.ts";
-import { alsoObserve, startTaskBoard } from "../ui/task-board.ts";
-import { boardWhy } from "./board-why.ts";
+import { alsoObserve } from "../ui/also-observe.ts";
 import { startOpsServer } from "./ops-server.ts";
 import { type ControllerOptions, controllerHelp, OptionError, readControllerOptions } from "./options.ts";
 
@@ -68,7 +67,11 @@ export const serveController = async (
   const board =
     options.ui === "0"
       ? undefined
-      : await startTaskBoard({ address: options.ui, kind: etcdOpsTaskKind, explain: boardWhy });
+      : await (await import("../ui/task-board.ts")).startTaskBoard({
+          address: options.ui,
+          kind: etcdOpsTaskKind,
+          explain: (await import("./board-why.ts")).boardWhy,
+        });
   if (board !== undefined) process.stderr.write(`opstask: task board at ${board.server.url}\n`);
   const observer: ControllerObserver = alsoObserve(metrics.observer, inspector?.observer, board?.observer);
   const servers = [

@@ -139,6 +139,7 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
     if (path === "/") return { status: 200, type: "text/html; charset=utf-8", body: boardHtml };
     if (path === "/board.js")
       return { status: 200, type: "text/javascript; charset=utf-8", body: boardScript };
+    if (path === "/favicon.ico") return { status: 204, type: "image/x-icon", body: "" };
     if (path === "/board.css") return { status: 200, type: "text/css; charset=utf-8", body: boardCss };
     if (path === "/api/machine") return jsonReply(200, { ...options.machine(), counts: store.counts() });
     if (path === "/api/machine.svg") {

@@ -85,9 +85,12 @@ const callingStates: Readonly<Record<Phase, string | undefined>> = (() => {
   return { admit: states.admit, execute: states.execute, cleanup: states.cleanup };
 })();
 
+const delayText = (ms: number): string =>
+  ms < 1_000 ? `${ms} ms` : ms < 120_000 ? `${Math.round(ms / 1_000)} s` : `${Math.round(ms / 60_000)} min`;
+
 const endText = (end: PassEnd): string =>
   end._tag === "RequeueAfter"
-    ? `requeue in ${end.delayMs} ms (${end.reason})`
+    ? `requeue in ${delayText(end.delayMs)} (${end.reason})`
     : `await change (${end.reason})`;
 
 const errorText = (status: TaskStatus): string => {

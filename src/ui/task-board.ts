@@ -100,21 +100,3 @@ export const startTaskBoard = async <Task>(options: TaskBoardOptions<Task>): Pro
     stop: server.stop,
   };
 };
-
-/** An observer that also tells `extra` about every pass (the board, the Stately inspector). */
-export const alsoObserve = (
-  observer: ControllerObserver,
-  ...extra: ReadonlyArray<Pick<ControllerObserver, "passTransitions"> | undefined>
-): ControllerObserver => {
-  const listeners = [observer.passTransitions, ...extra.map((each) => each?.passTransitions)].filter(
-    (listener) => listener !== undefined,
-  );
-  return listeners.length === 0
-    ? observer
-    : {
-        ...observer,
-        passTransitions: (task, pass) => {
-          for (const listener of listeners) listener(task, pass);
-        },
-      };
-};

@@ -62,7 +62,7 @@ header h1 { font-size: 16px; margin: 0; } header h1 span { font-weight: 400; col
 #totals { flex: 1; color: #cfd6e4; }
 #live { padding: 2px 8px; border-radius: 10px; font-size: 12px; }
 #live.online { background: var(--ok); } #live.offline { background: var(--bad); }
-main { display: grid; grid-template-columns: minmax(360px, 38%) 1fr; grid-template-rows: auto auto; gap: 12px; padding: 12px; }
+main { display: grid; grid-template-columns: minmax(360px, 40%) 1fr; grid-template-rows: auto auto; gap: 12px; padding: 12px; }
 section { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; min-width: 0; }
 #machine-panel { grid-row: 1 / span 2; overflow: auto; max-height: calc(100vh - 70px); }
 h2 { font-size: 14px; margin: 0 0 8px; } h2 small, h3 small { color: var(--muted); font-weight: 400; }
@@ -71,7 +71,7 @@ h3 { font-size: 13px; margin: 12px 0 4px; }
 #machine g.node.occupied path, #machine g.node.occupied polygon, #machine g.node.occupied ellipse { fill: #dbe7ff; stroke: var(--run); stroke-width: 2; }
 #machine g.node.visited path, #machine g.node.visited polygon { stroke: var(--warn); stroke-width: 2.5; }
 #machine g.node.current path, #machine g.node.current polygon { stroke: var(--bad); stroke-width: 3.5; }
-#machine .badge circle { fill: var(--run); } #machine .badge text { fill: #fff; font: bold 10px sans-serif; }
+#machine .badge circle { fill: var(--run); } #machine .badge text { fill: #fff; font: bold 13px sans-serif; }
 #filters { display: flex; flex-wrap: wrap; gap: 6px; margin-bottom: 8px; }
 #filters input[type=search] { flex: 1; min-width: 160px; }
 input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); border-radius: 4px; }

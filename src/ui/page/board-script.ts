@@ -57,10 +57,10 @@ export const boardScript = `"use strict";
       const circle = document.createElementNS(SVG, "circle");
       circle.setAttribute("cx", String(box.x + box.width));
       circle.setAttribute("cy", String(box.y));
-      circle.setAttribute("r", "9");
+      circle.setAttribute("r", "12");
       const text = document.createElementNS(SVG, "text");
       text.setAttribute("x", String(box.x + box.width));
-      text.setAttribute("y", String(box.y + 3.5));
+      text.setAttribute("y", String(box.y + 4.5));
       text.setAttribute("text-anchor", "middle");
       badge.append(circle, text);
       group.append(badge);
@@ -84,10 +84,10 @@ export const boardScript = `"use strict";
 
   const paintPath = (detail) => {
     for (const group of nodes.values()) group.classList.remove("visited", "current");
-    const last = detail && detail.history[detail.history.length - 1];
-    if (!last) return;
-    for (const step of last.transitions)
-      for (const path of [step.from, step.to]) nodes.get(path)?.classList.add("visited");
+    if (!detail) return;
+    for (const pass of detail.history)
+      for (const step of pass.transitions)
+        for (const path of [step.from, step.to]) nodes.get(path)?.classList.add("visited");
     nodes.get(detail.released ? "released" : detail.machineState)?.classList.add("current");
   };
 
