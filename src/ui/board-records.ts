@@ -84,4 +84,10 @@ export interface TaskDetail extends TaskSummary {
   /** Newest last; older passes beyond the board's per-task limit are dropped (`droppedPasses`). */
   readonly history: ReadonlyArray<PassRecord>;
   readonly droppedPasses: number;
+  /** What the pass in flight did so far (a handler call may run for minutes before its pass ends). */
+  readonly inFlight: {
+    readonly calls: ReadonlyArray<CallRecord>;
+    readonly writes: ReadonlyArray<WriteRecord>;
+    readonly events: ReadonlyArray<EventRecord>;
+  };
 }

@@ -185,10 +185,11 @@ export class BoardStore {
     items.push(this.cutActivity(activity));
     if (items.length > maxPendingItems) items.splice(0, items.length - maxPendingItems);
     const entry = this.tasks.get(uid);
-    if (entry === undefined || activity._tag !== "call") return;
-    const calling = callingStates[activity.call.phase as Phase];
-    if (activity.call.outcome === "running" && calling !== undefined)
+    if (entry === undefined) return;
+    const calling = activity._tag === "call" ? callingStates[activity.call.phase as Phase] : undefined;
+    if (activity._tag === "call" && activity.call.outcome === "running" && calling !== undefined)
       this.put(uid, { ...entry, summary: { ...entry.summary, machineState: calling, updatedAt: now } });
+    else this.notify(uid);
   }
 
   /** The end of a pass (or where it stopped, when a write failed): files its activity under it. */
@@ -205,9 +206,7 @@ export class BoardStore {
       runId: this.cut(task.runId),
       at: now,
       transitions: pass.transitions.slice(0, this.limits.maxSteps),
-      calls: merge(items.flatMap((item) => (item._tag === "call" ? [item.call] : []))),
-      writes: items.flatMap((item) => (item._tag === "write" ? [item.write] : [])),
-      events: items.flatMap((item) => (item._tag === "event" ? [item.event] : [])),
+      ...fileActivity(items),
       state,
       end:
         next === undefined
@@ -261,6 +260,7 @@ export class BoardStore {
       finalizers: entry.explain.finalizers,
       history: entry.history,
       droppedPasses: entry.droppedPasses,
+      inFlight: fileActivity(this.pending.get(entry.summary.uid) ?? []),
     };
   }
 
@@ -280,6 +280,10 @@ export class BoardStore {
     this.tasks.set(uid, { ...entry, bytes });
     this.uidByKey.set(entry.summary.key, uid);
     this.evict();
+    this.notify(uid);
+  }
+
+  private notify(uid: string): void {
     for (const listener of this.listeners) listener(uid);
   }
 
@@ -345,6 +349,12 @@ export class BoardStore {
     }
   }
 }
+
+const fileActivity = (items: ReadonlyArray<Activity>) => ({
+  calls: merge(items.flatMap((item) => (item._tag === "call" ? [item.call] : []))),
+  writes: items.flatMap((item) => (item._tag === "write" ? [item.write] : [])),
+  events: items.flatMap((item) => (item._tag === "event" ? [item.event] : [])),
+});
 
 /** A call reported running and then finished is one call. */
 const merge = (calls: ReadonlyArray<CallRecord>): CallRecord[] => {

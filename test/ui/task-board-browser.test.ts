@@ -75,9 +75,9 @@ describe("the task board in a browser", () => {
     api = kc.makeApiClient(CustomObjectsApi);
     namespace = await createTestNamespace(kc, "board");
     backupRestore = await startBackupRestore({ deltaSnapshotPeriod: "1h" });
-    // The slow sidecar answers after 8 s: long enough to see the task in execution.calling, and to
-    // have its duplicate rejected meanwhile.
-    slow = await startStandIn({ mode: Mode.delay(8_000, Mode.ok("")) });
+    // The slow sidecar answers after 10 s: long enough to see the task in execution.calling while the
+    // others run, and to have its duplicate rejected meanwhile.
+    slow = await startStandIn({ mode: Mode.delay(10_000, Mode.ok("")) });
     broken = await startStandIn({ mode: Mode.status(500, "disk full") });
     const clientPort = Number(new URL(backupRestore.etcdClientUrl).port);
     await createReadyEtcd(kc, { name: "etcd-main", namespace, backupPort: backupRestore.port, clientPort });
@@ -162,6 +162,14 @@ describe("the task board in a browser", () => {
         "a count on execution.calling",
       ),
     ).toBe(1);
+    // Its pass is still in flight: the page shows what it did so far.
+    await page.evaluate(`document.querySelector('#tasks tbody tr[data-key="${namespace}/slow"]').click()`);
+    const inFlight = await page.waitFor<string>(
+      "(() => { const text = document.getElementById('detail-passes').textContent; return text.includes('execute: running') && text; })()",
+      "the slow task's pass in flight",
+    );
+    expect(inFlight).toContain("AddFinalizer: ok");
+    expect(inFlight).toContain("Normal Started");
     await create("slow-again", "etcd-slow", { onDemandSnapshot: { type: "full" } });
     const rejected = await waitRow("slow-again", "rejected", "row.state === 'Rejected'");
     expect(rejected.lastError).toContain("ERR_DUPLICATE_TASK");
@@ -178,6 +186,14 @@ describe("the task board in a browser", () => {
     const failed = await waitRow("broken", "failed", "row.state === 'Failed'");
     expect(failed.lastError).toContain("ERR_CREATE_SNAPSHOT");
     expect(failed.phase).toBe("Execution/Failed");
+    await page.evaluate(`document.querySelector('#tasks tbody tr[data-key="${namespace}/broken"]').click()`);
+    await page.waitFor(
+      "document.getElementById('detail-why').textContent.startsWith('Failed')",
+      "broken's why",
+    );
+    // The README's picture: one task still running, four finished, one of them described.
+    if ((await page.evaluate<Record<string, string>>(rowOf("slow"))).state === "InProgress")
+      await page.screenshot(join(artifacts, "3-live-board.png"));
     const done = await waitRow("slow", "succeeded", "row.state === 'Succeeded'");
     expect(done.kind).toBe("onDemandSnapshot");
 
@@ -201,7 +217,6 @@ describe("the task board in a browser", () => {
     ).toEqual([`${namespace}/broken`]);
 
     // One task's path: the failed one, with its handler call, writes, Event and describe's "why".
-    await page.evaluate("document.querySelector('#tasks tbody tr').click()");
     const why = await page.waitFor<string>(
       "document.getElementById('detail-why').textContent.startsWith('Failed') && document.getElementById('detail-why').textContent",
       "the failed task's why",

@@ -62,7 +62,7 @@ header h1 { font-size: 16px; margin: 0; } header h1 span { font-weight: 400; col
 #totals { flex: 1; color: #cfd6e4; }
 #live { padding: 2px 8px; border-radius: 10px; font-size: 12px; }
 #live.online { background: var(--ok); } #live.offline { background: var(--bad); }
-main { display: grid; grid-template-columns: minmax(360px, 40%) 1fr; grid-template-rows: auto auto; gap: 12px; padding: 12px; }
+main { display: grid; grid-template-columns: minmax(320px, 35%) minmax(0, 1fr); grid-template-rows: auto auto; gap: 12px; padding: 12px; }
 section { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; min-width: 0; }
 #machine-panel { grid-row: 1 / span 2; overflow: auto; max-height: calc(100vh - 70px); }
 h2 { font-size: 14px; margin: 0 0 8px; } h2 small, h3 small { color: var(--muted); font-weight: 400; }
@@ -77,7 +77,8 @@ h3 { font-size: 13px; margin: 12px 0 4px; }
 input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); border-radius: 4px; }
 table { width: 100%; border-collapse: collapse; }
 th, td { text-align: left; padding: 4px 6px; border-bottom: 1px solid var(--line); white-space: nowrap; }
-td[data-col=lastError] { white-space: normal; color: var(--bad); max-width: 320px; }
+td[data-col=lastError] { white-space: normal; overflow-wrap: break-word; color: var(--bad); min-width: 160px; max-width: 300px; }
+#tasks-panel { overflow-x: auto; }
 tbody tr { cursor: pointer; } tbody tr:hover { background: #f0f4ff; } tbody tr.selected { background: #dbe7ff; }
 tr.released td { color: var(--muted); text-decoration: line-through; }
 .state-Succeeded { color: var(--ok); font-weight: 600; } .state-Failed, .state-Rejected { color: var(--bad); font-weight: 600; }

@@ -161,12 +161,19 @@ export const boardScript = `"use strict";
       ["passes", String(d.passes) + (d.droppedPasses > 0 ? " (" + d.droppedPasses + " oldest not kept)" : "")],
     ];
     $("detail-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
-    const passes = [...d.history].reverse().map((pass) => {
+    const flying = d.inFlight;
+    const inFlight = flying.calls.length + flying.writes.length + flying.events.length > 0
+      ? [{ runId: "in flight", state: d.machineState, at: d.updatedAt, end: "running now", transitions: [], ...flying }]
+      : [];
+    const passes = [...inFlight, ...[...d.history].reverse()].map((pass) => {
       const item = el("li", { "data-run": pass.runId });
       const head = el("div", { class: "head" }, "pass " + pass.runId + " → " + pass.state + " ");
       head.append(el("span", {}, new Date(pass.at).toLocaleTimeString() + ", " + pass.end));
       const list = el("ul");
-      for (const step of pass.transitions) list.append(line("step", step.from + " —" + step.event + "→ " + step.to));
+      // The machine's path in this pass, eventless steps as plain arrows.
+      if (pass.transitions.length > 0)
+        list.append(line("path", pass.transitions.map((step, index) =>
+          (index === 0 ? step.from : "") + (step.event === "always" ? " → " : " —" + step.event + "→ ") + step.to).join("")));
       for (const call of pass.calls)
         list.append(line("handler", call.phase + ": " + call.outcome + (call.description ? " — " + call.description : "") +
           (call.error ? " [" + call.error + "]" : "") + (call.ms !== undefined ? " (" + call.ms + " ms)" : "")));
