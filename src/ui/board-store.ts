@@ -64,9 +64,17 @@ interface TaskEntry {
   bytes: number;
 }
 
-/** Activity not yet filed under a pass: per UID, for at most this many UIDs and items per UID. */
+/**
+ * Activity not yet filed under a pass: per UID, for at most this many UIDs and items per UID, and at
+ * most a quarter of `maxBytes` in all (passes whose activity is dropped are still recorded, without it).
+ */
 const maxPendingTasks = 1_000;
 const maxPendingItems = 64;
+
+interface PendingActivity {
+  readonly items: Activity[];
+  bytes: number;
+}
 
 const size = (value: unknown): number => JSON.stringify(value).length;
 
@@ -105,7 +113,8 @@ export class BoardStore {
   /** By UID; least recently updated first (re-inserted on every update). */
   private readonly tasks = new Map<string, TaskEntry>();
   private readonly uidByKey = new Map<string, string>();
-  private readonly pending = new Map<string, Activity[]>();
+  private readonly pending = new Map<string, PendingActivity>();
+  private pendingBytes = 0;
   private readonly listeners = new Set<(uid: string) => void>();
   private total = 0;
 
@@ -113,8 +122,9 @@ export class BoardStore {
     this.limits = { ...defaultBoardLimits, ...limits };
   }
 
+  /** What the board holds, in JSON characters: tasks with their passes, and activity in flight. */
   get bytes(): number {
-    return this.total;
+    return this.total + this.pendingBytes;
   }
 
   get size(): number {
@@ -175,15 +185,26 @@ export class BoardStore {
 
   /** A handler call, write or Event of a task's pass in flight. */
   record(uid: string, activity: Activity, now: number): void {
-    let items = this.pending.get(uid);
-    if (items === undefined) {
-      items = [];
-      this.pending.set(uid, items);
-      const oldest = this.pending.keys().next();
-      if (this.pending.size > maxPendingTasks && !oldest.done) this.pending.delete(oldest.value);
+    let pending = this.pending.get(uid);
+    if (pending === undefined) {
+      pending = { items: [], bytes: 0 };
+      this.pending.set(uid, pending);
     }
-    items.push(this.cutActivity(activity));
-    if (items.length > maxPendingItems) items.splice(0, items.length - maxPendingItems);
+    const item = this.cutActivity(activity);
+    pending.items.push(item);
+    pending.bytes += size(item);
+    this.pendingBytes += size(item);
+    if (pending.items.length > maxPendingItems) {
+      const dropped = size(pending.items.shift());
+      pending.bytes -= dropped;
+      this.pendingBytes -= dropped;
+    }
+    for (;;) {
+      const oldest = this.pending.entries().next();
+      if (oldest.done) break;
+      if (this.pending.size <= maxPendingTasks && this.pendingBytes <= this.limits.maxBytes / 4) break;
+      this.dropPending(oldest.value[0]);
+    }
     const entry = this.tasks.get(uid);
     if (entry === undefined) return;
     const calling = activity._tag === "call" ? callingStates[activity.call.phase as Phase] : undefined;
@@ -198,8 +219,8 @@ export class BoardStore {
     pass: Pass,
     now: number,
   ): void {
-    const items = this.pending.get(task.uid) ?? [];
-    this.pending.delete(task.uid);
+    const items = this.pending.get(task.uid)?.items ?? [];
+    this.dropPending(task.uid);
     const next = nextEffect(pass);
     const state = statePath(pass.snapshot);
     const record: PassRecord = {
@@ -260,7 +281,7 @@ export class BoardStore {
       finalizers: entry.explain.finalizers,
       history: entry.history,
       droppedPasses: entry.droppedPasses,
-      inFlight: fileActivity(this.pending.get(entry.summary.uid) ?? []),
+      inFlight: fileActivity(this.pending.get(entry.summary.uid)?.items ?? []),
     };
   }
 
@@ -281,6 +302,11 @@ export class BoardStore {
     this.uidByKey.set(entry.summary.key, uid);
     this.evict();
     this.notify(uid);
+  }
+
+  private dropPending(uid: string): void {
+    this.pendingBytes -= this.pending.get(uid)?.bytes ?? 0;
+    this.pending.delete(uid);
   }
 
   private notify(uid: string): void {

@@ -104,14 +104,20 @@ describe("the task board's store", () => {
     expect(detail?.passes).toBe(10);
   });
 
-  it("stays within maxBytes by forgetting the tasks updated longest ago", () => {
+  it("stays within maxBytes (and a quarter more for passes in flight), forgetting what was updated longest ago", () => {
     const maxBytes = 20_000;
     const store = new BoardStore({ maxBytes });
     for (let i = 0; i < 500; i++) {
       const task = facts(`snap-${i}`, `u${i}`, "x".repeat(2_000));
       store.observeFacts(task, now + i);
       store.passEnded({ key: `ns/snap-${i}`, uid: `u${i}`, runId: `r${i}` }, executedPass(task), now + i);
-      expect(store.bytes).toBeLessThanOrEqual(maxBytes);
+      // Tasks whose handler calls run long: their passes' activity waits in memory until they end.
+      store.record(
+        `busy-${i}`,
+        { _tag: "event", event: { type: "Normal", reason: "Started", note: "y".repeat(400) } },
+        now,
+      );
+      expect(store.bytes).toBeLessThanOrEqual(maxBytes * 1.25);
     }
     expect(store.size).toBeGreaterThan(0);
     expect(store.summary("u499")).toBeDefined();
