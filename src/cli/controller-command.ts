@@ -67,11 +67,18 @@ export const serveController = async (
   const board =
     options.ui === "0"
       ? undefined
-      : await (await import("../ui/task-board.ts")).startTaskBoard({
-          address: options.ui,
-          kind: etcdOpsTaskKind,
-          explain: (await import("./board-why.ts")).boardWhy,
-        });
+      : await (await import("../ui/task-board.ts"))
+          .startTaskBoard({
+            address: options.ui,
+            kind: etcdOpsTaskKind,
+            explain: (await import("./board-why.ts")).boardWhy,
+          })
+          .catch((error: unknown) => {
+            const reason = error instanceof Error ? error.message : String(error);
+            throw new OptionError(
+              `--ui ${options.ui}: ${reason} (choose another address, or 0 for no board)`,
+            );
+          });
   if (board !== undefined) process.stderr.write(`opstask: task board at ${board.server.url}\n`);
   const observer: ControllerObserver = alsoObserve(metrics.observer, inspector?.observer, board?.observer);
   const servers = [

@@ -18,7 +18,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
-import { allowedHosts } from "../ui/board-guard.ts";
+import { allowedHosts, hostName } from "../ui/board-guard.ts";
 
 export interface RelayOptions {
   /** 0 picks a free port. */
@@ -179,12 +179,12 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
   const host = options.host ?? "127.0.0.1";
   const page = bridgePage(options.viewerUrl ?? "https://stately.ai/inspect");
   const history = new RelayHistory(options.windowSize, options.maxActors, options.maxBytes);
-  let hosts: ReadonlySet<string> | undefined;
+  const hosts = allowedHosts(host);
   /** Why a request may not reach the page or the socket; undefined when it may. */
   const refused = (request: IncomingMessage): string | undefined => {
     const hostHeader = request.headers.host?.toLowerCase();
     if (hostHeader === undefined) return "no Host header";
-    if (hosts !== undefined && !hosts.has(hostHeader))
+    if (hosts !== undefined && !hosts.has(hostName(hostHeader)))
       return `Host ${hostHeader} is not this relay's address`;
     const origin = request.headers.origin;
     if (origin !== undefined && origin !== `http://${hostHeader}`)
@@ -242,7 +242,6 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
   });
 
   const { port } = server.address() as AddressInfo; // listening on TCP, so the address is an AddressInfo
-  hosts = allowedHosts(host, port);
   const authority = `${host.includes(":") ? `[${host}]` : host}:${port}`;
   let stopping: Promise<void> | undefined;
   return {

@@ -3,7 +3,8 @@
  * request's method and headers in, a verdict out), so each rule is tested without a socket.
  *
  * - Host: one of the names the board is reachable by (loopback names when bound to loopback), so that
- *   a DNS-rebinding page on another site cannot read it through a name of its own;
+ *   a DNS-rebinding page on another site cannot read it through a name of its own; any port, so that
+ *   a port-forward to another local port works;
  * - Origin, when the browser sends one, is the board's own; `Sec-Fetch-Site` of a data request is
  *   `same-origin` (or absent/`none` for tools): other sites' pages get nothing, not even over SSE;
  * - the token printed at start: from `?token=` on the page (then kept in an HttpOnly, SameSite=Strict
@@ -13,7 +14,7 @@
 import { timingSafeEqual } from "node:crypto";
 
 export interface GuardConfig {
-  /** `host:port` values accepted in the Host header; undefined accepts any (a wildcard bind). */
+  /** Host names accepted in the Host header (its port aside); undefined accepts any (a wildcard bind). */
   readonly hosts: ReadonlySet<string> | undefined;
   readonly token: string;
   readonly cookie: string;
@@ -51,19 +52,21 @@ const cookieValue = (cookies: string | undefined, name: string): string | undefi
   return undefined;
 };
 
-/** The names a board bound to `host` on `port` answers to (undefined: any, for a wildcard address). */
-export const allowedHosts = (host: string, port: number): ReadonlySet<string> | undefined => {
+/** The names a server bound to `host` answers to (undefined: any, for a wildcard address). */
+export const allowedHosts = (host: string): ReadonlySet<string> | undefined => {
   if (host === "0.0.0.0" || host === "::" || host === "") return undefined;
-  const loopback = ["127.0.0.1", "localhost", "[::1]"].map((name) => `${name}:${port}`);
-  return new Set([...loopback, `${host.includes(":") ? `[${host}]` : host}:${port}`]);
+  return new Set(["127.0.0.1", "localhost", "[::1]", host.includes(":") ? `[${host}]` : host.toLowerCase()]);
 };
+
+/** The name in a Host header, without its port: `[::1]:80` → `[::1]`. */
+export const hostName = (host: string): string => host.replace(/:\d*$/, "");
 
 export const checkRequest = (config: GuardConfig, request: GuardRequest): Verdict => {
   if (request.method !== "GET" && request.method !== "HEAD")
     return { _tag: "refuse", status: 405, reason: "the board is read-only: GET and HEAD only" };
   const host = header(request, "host")?.toLowerCase();
   if (host === undefined) return { _tag: "refuse", status: 400, reason: "no Host header" };
-  if (config.hosts !== undefined && !config.hosts.has(host))
+  if (config.hosts !== undefined && !config.hosts.has(hostName(host)))
     return { _tag: "refuse", status: 403, reason: `Host ${host} is not this board's address` };
   const origin = header(request, "origin");
   if (origin !== undefined && origin !== `http://${host}`)

@@ -210,7 +210,7 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
     throw error;
   });
   const { port } = server.address() as AddressInfo; // a TCP listener's address is an AddressInfo
-  guard = { hosts: allowedHosts(options.host, port), token, cookie: `opstask_board_${port}` };
+  guard = { hosts: allowedHosts(options.host), token, cookie: `opstask_board_${port}` };
   const shownHost =
     options.host === "0.0.0.0" || options.host === "::"
       ? "127.0.0.1"
