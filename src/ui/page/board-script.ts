@@ -131,7 +131,9 @@ export const boardScript = `"use strict";
         if (col === "state") cell.className = "state-" + value;
         row.append(cell);
       }
+      row.tabIndex = 0;
       row.addEventListener("click", () => select(t.key));
+      row.addEventListener("keydown", (event) => { if (event.key === "Enter") select(t.key); });
       return row;
     });
     $("tasks").tBodies[0].replaceChildren(...rows);
