@@ -94,6 +94,7 @@ describe("backup-verify on a real API server", () => {
       namespace,
       timing: { backoffCapMs: 1_000, requeueIntervalMs: 1_000 },
       logLevel: "warn",
+      ui: "127.0.0.1:0",
     });
   });
   afterAll(async () => {
@@ -152,5 +153,22 @@ describe("backup-verify on a real API server", () => {
     await api.deleteNamespacedCustomObject({ ...resource, namespace, name: "missing" });
     await gone("missing");
     expect(controller.stats().handlerCalls).toBeGreaterThanOrEqual(3);
+  });
+
+  it("shows its tasks on the task board (`ui`), as for the EtcdOpsTask controller", async () => {
+    const url = new URL(controller.boardUrl ?? "");
+    const headers = { authorization: `Bearer ${url.searchParams.get("token")}` };
+    const board = await waitFor("the tampered task on the board", async () => {
+      const response = await fetch(`${url.origin}/api/tasks?state=Failed`, { headers });
+      const body = (await response.json()) as {
+        tasks: Array<{ name: string; kind: string; lastError: string }>;
+      };
+      return body.tasks.some((task) => task.name === "tampered") ? body : undefined;
+    });
+    expect(board.tasks.find((task) => task.name === "tampered")).toMatchObject({
+      kind: "checksum",
+      lastError: expect.stringContaining("ERR_CHECKSUM_MISMATCH"),
+    });
+    expect((await fetch(`${url.origin}/api/tasks`)).status).toBe(401);
   });
 });

@@ -24,6 +24,7 @@ import { type ControllerHandle, runController } from "../runtime/controller.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
 import { sumQueueMetrics } from "../runtime/work-queue.ts";
+import { alsoObserve } from "../ui/also-observe.ts";
 import { startOpsServer } from "./ops-server.ts";
 import { type ControllerOptions, controllerHelp, OptionError, readControllerOptions } from "./options.ts";
 
@@ -62,9 +63,24 @@ export const serveController = async (
   const inspector = options.inspect ? await startStatelyInspector({ port: options.inspectPort }) : undefined;
   if (inspector !== undefined)
     process.stderr.write(`opstask: Stately inspector at ${inspector.page ?? inspector.url}\n`);
-  const passTransitions = inspector?.observer.passTransitions;
-  const observer: ControllerObserver =
-    passTransitions === undefined ? metrics.observer : { ...metrics.observer, passTransitions };
+  // The task board: its own decorated kind, handlers and Kubernetes services feed it (src/ui).
+  const board =
+    options.ui === "0"
+      ? undefined
+      : await (await import("../ui/task-board.ts"))
+          .startTaskBoard({
+            address: options.ui,
+            kind: etcdOpsTaskKind,
+            explain: (await import("./board-why.ts")).boardWhy,
+          })
+          .catch((error: unknown) => {
+            const reason = error instanceof Error ? error.message : String(error);
+            throw new OptionError(
+              `--ui ${options.ui}: ${reason} (choose another address, or 0 for no board)`,
+            );
+          });
+  if (board !== undefined) process.stderr.write(`opstask: task board at ${board.server.url}\n`);
+  const observer: ControllerObserver = alsoObserve(metrics.observer, inspector?.observer, board?.observer);
   const servers = [
     await startOpsServer(options.metricsAddress, { registry: metrics.registry }),
     await startOpsServer(options.probeAddress, {
@@ -79,8 +95,8 @@ export const serveController = async (
     for (const namespace of namespaces) {
       const handle = yield* runController({
         observer,
-        kind: etcdOpsTaskKind,
-        handlers: etcdHandlers,
+        kind: board?.kind ?? etcdOpsTaskKind,
+        handlers: board?.handlers(etcdHandlers) ?? etcdHandlers,
         config,
         kubeConfig,
         concurrency: options.concurrency,
@@ -126,8 +142,9 @@ export const serveController = async (
       ),
     );
   });
+  const kubernetes = kubernetesLayer({ kubeConfig, resource: etcdOpsTaskKind.resource, counter });
   const layer = Layer.mergeAll(
-    kubernetesLayer({ kubeConfig, resource: etcdOpsTaskKind.resource, counter }),
+    board?.layer(kubernetes) ?? kubernetes,
     etcdHandlerLayer({ kubeConfig, resolve: options.resolve }),
     Logger.layer([options.logFormat === "json" ? Logger.consoleJson : Logger.consoleLogFmt]),
   );
@@ -153,6 +170,7 @@ export const serveController = async (
     ),
   );
   await inspector?.stop();
+  await board?.stop();
   return lostLeadership ? "lost" : "stopped";
 };
 

@@ -95,7 +95,9 @@ const runLocal = async (options: ControllerOptions): Promise<void> => {
 };
 
 export const devCommand = async (argv: ReadonlyArray<string>): Promise<number> => {
-  const options = readControllerOptions(argv);
+  const read = readControllerOptions(argv);
+  // The task board is on in dev (loopback, a free port; its URL with the token is printed).
+  const options = { ...read, ui: read.sources.ui === "default" ? "127.0.0.1:0" : read.ui };
   if (options.kubeconfig !== "") {
     const stop = new AbortController();
     process.once("SIGTERM", () => stop.abort());

@@ -197,6 +197,14 @@ export const controllerOptionSpecs = {
     fallback: 9090,
     parse: (raw: string) => (/^\d{1,5}$/.test(raw) && Number(raw) < 65536 ? Number(raw) : undefined),
   } satisfies Spec<number>,
+  ui: {
+    flag: "ui",
+    env: "OPSTASK_UI",
+    help: "serve the live task board here and print its URL with a token (0: off; PORT alone is loopback)",
+    accepts: "HOST:PORT, :PORT, PORT or 0",
+    fallback: "0",
+    parse: (raw: string) => (/^((\[[\da-fA-F:]+\]|[\w.-]+)?:)?\d{1,5}$/.test(raw) ? raw : undefined),
+  } satisfies Spec<string>,
   logLevel: {
     flag: "log-level",
     env: "OPSTASK_LOG_LEVEL",

@@ -6,13 +6,19 @@
  * option), crashes the process on EADDRINUSE (unhandled `error` event), and its `stop()` neither waits
  * nor closes connected clients, so one open viewer keeps the process alive.
  *
+ * Who may connect: the Host must be one of the relay's own names (loopback ones when bound to loopback,
+ * against DNS rebinding), and a browser's Origin must be the relay's own page; clients that send no
+ * Origin (the controller, tools) are let in. Other sites' pages get neither the page nor the socket.
+ *
  * Replay: the last `windowSize` messages, preceded by every known actor's `@xstate.actor` message (and
  * its latest snapshot when that fell out of the window), so that a viewer opened late still gets the
- * definition of every task, which a plain last-N buffer loses on a busy controller.
+ * definition of every task, which a plain last-N buffer loses on a busy controller. Both are bounded in
+ * bytes as well (`maxBytes` each): the oldest messages, then the least recently active actors, go first.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
+import { allowedHosts, hostName } from "../ui/board-guard.ts";
 
 export interface RelayOptions {
   /** 0 picks a free port. */
@@ -22,6 +28,8 @@ export interface RelayOptions {
   readonly viewerUrl?: string;
   readonly windowSize?: number;
   readonly maxActors?: number;
+  /** Bytes kept for the replay window, and again for the actors (default 8 MiB each). */
+  readonly maxBytes?: number;
 }
 
 export interface Relay {
@@ -43,6 +51,9 @@ interface ActorRecord {
   latestSnapshot: Recorded | undefined;
 }
 
+const actorBytes = (record: ActorRecord): number =>
+  record.actor.length + (record.latestSnapshot?.message.length ?? 0);
+
 /** What the relay remembers for late joiners. */
 export class RelayHistory {
   private seq = 0;
@@ -50,33 +61,55 @@ export class RelayHistory {
   private readonly actors = new Map<string, ActorRecord>();
   private readonly windowSize: number;
   private readonly maxActors: number;
+  private readonly maxBytes: number;
+  private windowBytes = 0;
+  private actorsBytes = 0;
 
-  constructor(windowSize = 200, maxActors = 500) {
+  constructor(windowSize = 200, maxActors = 500, maxBytes = 8 * 1024 * 1024) {
     this.windowSize = windowSize;
     this.maxActors = maxActors;
+    this.maxBytes = maxBytes;
+  }
+
+  /** Characters held (window and actors), for the bounds. */
+  get bytes(): number {
+    return this.windowBytes + this.actorsBytes;
+  }
+
+  private setActor(sessionId: string, record: ActorRecord): void {
+    const previous = this.actors.get(sessionId);
+    if (previous !== undefined) this.actorsBytes -= actorBytes(previous);
+    this.actors.delete(sessionId);
+    this.actors.set(sessionId, record);
+    this.actorsBytes += actorBytes(record);
+    for (;;) {
+      const oldest = this.actors.entries().next();
+      if (oldest.done || (this.actors.size <= this.maxActors && this.actorsBytes <= this.maxBytes)) break;
+      this.actors.delete(oldest.value[0]);
+      this.actorsBytes -= actorBytes(oldest.value[1]);
+    }
   }
 
   record(message: string): void {
     const seq = ++this.seq;
     const { type, sessionId } = classify(message);
     if (type === "@xstate.actor" && sessionId !== undefined) {
-      this.actors.delete(sessionId);
-      this.actors.set(sessionId, { actor: message, latestSnapshot: undefined });
-      const oldest = this.actors.keys().next();
-      if (this.actors.size > this.maxActors && !oldest.done) this.actors.delete(oldest.value);
+      this.setActor(sessionId, { actor: message, latestSnapshot: undefined });
       return;
     }
     if (type === "@xstate.snapshot" && sessionId !== undefined) {
       const actor = this.actors.get(sessionId);
-      if (actor !== undefined) {
-        actor.latestSnapshot = { seq, message };
-        // Most recently active last, so that the least recently active actor is evicted first.
-        this.actors.delete(sessionId);
-        this.actors.set(sessionId, actor);
-      }
+      // Most recently active last, so that the least recently active actor is evicted first.
+      if (actor !== undefined)
+        this.setActor(sessionId, { actor: actor.actor, latestSnapshot: { seq, message } });
     }
     this.window.push({ seq, message });
-    if (this.window.length > this.windowSize) this.window.shift();
+    this.windowBytes += message.length;
+    while (
+      this.window.length > this.windowSize ||
+      (this.windowBytes > this.maxBytes && this.window.length > 0)
+    )
+      this.windowBytes -= this.window.shift()?.message.length ?? 0;
   }
 
   /** Messages for a client that joins now, in the order to send them. */
@@ -145,8 +178,26 @@ export const bridgePage = (viewerUrl: string): string => `<!DOCTYPE html>
 export const startRelay = async (options: RelayOptions): Promise<Relay> => {
   const host = options.host ?? "127.0.0.1";
   const page = bridgePage(options.viewerUrl ?? "https://stately.ai/inspect");
-  const history = new RelayHistory(options.windowSize, options.maxActors);
+  const history = new RelayHistory(options.windowSize, options.maxActors, options.maxBytes);
+  const hosts = allowedHosts(host);
+  /** Why a request may not reach the page or the socket; undefined when it may. */
+  const refused = (request: IncomingMessage): string | undefined => {
+    const hostHeader = request.headers.host?.toLowerCase();
+    if (hostHeader === undefined) return "no Host header";
+    if (hosts !== undefined && !hosts.has(hostName(hostHeader)))
+      return `Host ${hostHeader} is not this relay's address`;
+    const origin = request.headers.origin;
+    if (origin !== undefined && origin !== `http://${hostHeader}`)
+      return `Origin ${origin} may not use this relay`;
+    return undefined;
+  };
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    const reason = refused(request);
+    if (reason !== undefined) {
+      response.writeHead(403, { "content-type": "text/plain" });
+      response.end(`${reason}\n`);
+      return;
+    }
     if (request.method === "GET" && (request.url === "/" || request.url?.startsWith("/?") === true)) {
       response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
       response.end(page);
@@ -155,7 +206,17 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
     response.writeHead(404, { "content-type": "text/plain" });
     response.end("not found\n");
   });
-  const wss = new WebSocketServer({ server, maxPayload: 4 * 1024 * 1024 });
+  const wss = new WebSocketServer({
+    server,
+    maxPayload: 4 * 1024 * 1024,
+    verifyClient: (
+      { req }: { req: IncomingMessage },
+      done: (allowed: boolean, code?: number, message?: string) => void,
+    ) => {
+      const reason = refused(req);
+      done(reason === undefined, 403, reason);
+    },
+  });
   // `ws` re-emits the HTTP server's errors here; listen errors are reported by the promise below.
   wss.on("error", () => {});
   wss.on("connection", (client: WebSocket) => {

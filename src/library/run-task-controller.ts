@@ -25,8 +25,9 @@ import type { DuplicatePolicy, LifecycleConfig } from "../machine/types.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
 import type { ResourceRef, TaskKind } from "../reconcile/task-kind.ts";
 import { type ControllerHandle, type ControllerStats, runController } from "../runtime/controller.ts";
-import type { ControllerObserver } from "../runtime/metrics.ts";
+import { type ControllerObserver, noObserver } from "../runtime/metrics.ts";
 import { sumQueueMetrics, type WorkQueueMetrics } from "../runtime/work-queue.ts";
+import { alsoObserve } from "../ui/also-observe.ts";
 import type { ServicesOption } from "./services-option.ts";
 
 /** Lifecycle timing; every value defaults to etcd-druid's (`druidTiming`). */
@@ -70,6 +71,12 @@ export interface TaskControllerBaseOptions<Task, R> {
   readonly signal?: AbortSignal;
   /** What the handlers need (`R`), built once at start and released by `stop()`. */
   readonly services?: Layer.Layer<R, unknown>;
+  /**
+   * Serve the live task board here (`HOST:PORT`, or `:PORT` on 127.0.0.1; `:0` picks a free port):
+   * the machine with its tasks per state, the tasks, each task's passes. Its URL, with the token a
+   * browser needs, is `boardUrl`. Off when absent.
+   */
+  readonly ui?: string;
 }
 
 export type TaskControllerOptions<Task, R = never> = TaskControllerBaseOptions<Task, R> & ServicesOption<R>;
@@ -85,6 +92,8 @@ export interface TaskController {
   readonly queue: () => WorkQueueMetrics;
   /** Every API request so far, by verb and code. */
   readonly requests: RequestCounter;
+  /** The task board's URL with its token, when `ui` was given. */
+  readonly boardUrl?: string;
 }
 
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error", none: "None" } as const;
@@ -108,16 +117,23 @@ export const runTaskController = async <Task, R = never>(
         : options.namespace;
   // `services` is required by the type exactly when R is not never, so the fallback provides nothing.
   const services = options.services ?? (Layer.empty as Layer.Layer<R>);
+  const board =
+    options.ui === undefined
+      ? undefined
+      : await (await import("../ui/task-board.ts")).startTaskBoard({ address: options.ui, kind });
+  const kubernetes = kubernetesLayer({
+    kubeConfig,
+    resource: kind.resource,
+    counter,
+    ...(options.reportingController === undefined
+      ? {}
+      : { reportingController: options.reportingController }),
+  });
+  const observer =
+    board === undefined ? options.observer : alsoObserve(options.observer ?? noObserver, board.observer);
   const runtime = ManagedRuntime.make(
     Layer.mergeAll(
-      kubernetesLayer({
-        kubeConfig,
-        resource: kind.resource,
-        counter,
-        ...(options.reportingController === undefined
-          ? {}
-          : { reportingController: options.reportingController }),
-      }),
+      board?.layer(kubernetes) ?? kubernetes,
       services,
       Logger.layer(
         options.logLevel === "none"
@@ -132,8 +148,8 @@ export const runTaskController = async <Task, R = never>(
     for (const namespace of namespaces) {
       handles.push(
         yield* runController({
-          kind,
-          handlers,
+          kind: board?.kind ?? kind,
+          handlers: board?.handlers(handlers) ?? handlers,
           config,
           kubeConfig,
           concurrency: options.concurrency ?? 3,
@@ -141,7 +157,7 @@ export const runTaskController = async <Task, R = never>(
           ...(namespace === undefined ? {} : { namespace }),
           ...(options.resyncIntervalMs === undefined ? {} : { resyncInterval: options.resyncIntervalMs }),
           ...(options.groupResource === undefined ? {} : { groupResource: options.groupResource }),
-          ...(options.observer === undefined ? {} : { observer: options.observer }),
+          ...(observer === undefined ? {} : { observer }),
         }),
       );
     }
@@ -159,6 +175,7 @@ export const runTaskController = async <Task, R = never>(
       await Effect.runPromise(Fiber.interrupt(fiber));
       await Effect.runPromise(Scope.close(scope, Exit.void));
       await runtime.dispose();
+      await board?.stop();
     })();
     return stopping;
   };
@@ -178,6 +195,7 @@ export const runTaskController = async <Task, R = never>(
     stats: () => sumStats(handles.map((handle) => handle.stats())),
     queue: () => sumQueueMetrics(handles.map((handle) => handle.queue())),
     requests: counter,
+    ...(board === undefined ? {} : { boardUrl: board.server.url }),
   };
 };
 

@@ -1,0 +1,25 @@
+/**
+ * The task board's "why" line for EtcdOpsTasks: the one `opstask describe` prints (explain.ts), from
+ * what the board keeps of a task instead of the object.
+ */
+import type { ExplainInput } from "../ui/board-store.ts";
+import { why } from "./task/explain.ts";
+
+export const boardWhy = (input: ExplainInput, now: number): string =>
+  why(
+    {
+      namespace: input.namespace,
+      name: input.name,
+      uid: input.uid,
+      resourceVersion: "",
+      createdAt: input.createdAt,
+      deletingSince: input.deletingSince,
+      finalizers: input.finalizers,
+      etcdName: input.group === "" ? undefined : input.group,
+      ttlSeconds: input.ttlSeconds,
+      config: undefined,
+      invalid: input.invalid,
+      status: input.status,
+    },
+    now,
+  );

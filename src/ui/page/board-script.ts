@@ -1,0 +1,243 @@
+/**
+ * The board's browser script, served as `/board.js`. Plain ES2020 for the browser, kept as text here so
+ * that the bundled controller (one file, no assets beside it) serves it too. Everything the server
+ * sends is put into the page with `textContent` or SVG attributes, never parsed as HTML, so a task name
+ * or an error text cannot inject markup. The page only reads: nothing it does reaches other viewers.
+ */
+export const boardScript = `"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const SVG = "http://www.w3.org/2000/svg";
+  const tasks = new Map(); // key -> summary
+  let selected = new URLSearchParams(location.hash.slice(1)).get("task") || "";
+  let detailTimer = 0;
+  const nodes = new Map(); // machine state path -> <g>
+
+  const el = (tag, attrs, text) => {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, value);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  };
+
+  const age = (ms) => {
+    const s = Math.max(0, Math.floor(ms / 1000));
+    if (s < 120) return s + "s";
+    const m = Math.floor(s / 60);
+    if (m < 180) return m + "m";
+    const h = Math.floor(m / 60);
+    return h < 48 ? h + "h" : Math.floor(h / 24) + "d";
+  };
+
+  const getJson = async (path) => {
+    const response = await fetch(path, { credentials: "same-origin", cache: "no-store" });
+    if (!response.ok) throw new Error(path + ": HTTP " + response.status);
+    return response.json();
+  };
+
+  // ---- the machine ------------------------------------------------------------------------------
+  const loadMachine = async () => {
+    const response = await fetch("/api/machine.svg", { credentials: "same-origin" });
+    if (!response.ok) throw new Error("machine: HTTP " + response.status);
+    const doc = new DOMParser().parseFromString(await response.text(), "image/svg+xml");
+    const svg = document.importNode(doc.documentElement, true);
+    svg.removeAttribute("width");
+    svg.removeAttribute("height");
+    $("machine").replaceChildren(svg);
+    for (const group of svg.querySelectorAll("g.node")) {
+      const title = group.querySelector("title");
+      if (title === null) continue;
+      const path = title.textContent;
+      group.dataset.state = path;
+      nodes.set(path, group);
+      const box = group.getBBox();
+      const badge = document.createElementNS(SVG, "g");
+      badge.setAttribute("class", "badge");
+      badge.setAttribute("visibility", "hidden");
+      const circle = document.createElementNS(SVG, "circle");
+      circle.setAttribute("cx", String(box.x + box.width));
+      circle.setAttribute("cy", String(box.y));
+      circle.setAttribute("r", "12");
+      const text = document.createElementNS(SVG, "text");
+      text.setAttribute("x", String(box.x + box.width));
+      text.setAttribute("y", String(box.y + 4.5));
+      text.setAttribute("text-anchor", "middle");
+      badge.append(circle, text);
+      group.append(badge);
+    }
+    paintMachine();
+  };
+
+  const paintMachine = () => {
+    const counts = {};
+    for (const task of tasks.values())
+      if (!task.released) counts[task.machineState] = (counts[task.machineState] || 0) + 1;
+    for (const [path, group] of nodes) {
+      const count = counts[path] || 0;
+      group.dataset.count = String(count);
+      group.classList.toggle("occupied", count > 0);
+      const badge = group.querySelector(".badge");
+      badge.setAttribute("visibility", count > 0 ? "visible" : "hidden");
+      badge.querySelector("text").textContent = String(count);
+    }
+  };
+
+  const paintPath = (detail) => {
+    for (const group of nodes.values()) group.classList.remove("visited", "current");
+    if (!detail) return;
+    for (const pass of detail.history)
+      for (const step of pass.transitions)
+        for (const path of [step.from, step.to]) nodes.get(path)?.classList.add("visited");
+    nodes.get(detail.released ? "released" : detail.machineState)?.classList.add("current");
+  };
+
+  // ---- the list ---------------------------------------------------------------------------------
+  const fillSelect = (id, values) => {
+    const select = $(id);
+    const current = select.value;
+    const first = select.options[0];
+    select.replaceChildren(first, ...[...values].sort().map((value) => el("option", { value }, value)));
+    select.value = values.has(current) ? current : "";
+  };
+
+  const renderList = () => {
+    const text = $("filter-text").value.trim().toLowerCase();
+    const namespace = $("filter-namespace").value;
+    const kind = $("filter-kind").value;
+    const state = $("filter-state").value;
+    const released = $("filter-released").checked;
+    const all = [...tasks.values()];
+    fillSelect("filter-namespace", new Set(all.map((t) => t.namespace)));
+    fillSelect("filter-kind", new Set(all.map((t) => t.kind)));
+    fillSelect("filter-state", new Set(all.map((t) => t.state || "(none)")));
+    const now = Date.now();
+    const shown = all
+      .filter((t) => released || !t.released)
+      .filter((t) => namespace === "" || t.namespace === namespace)
+      .filter((t) => kind === "" || t.kind === kind)
+      .filter((t) => state === "" || (t.state || "(none)") === state)
+      .filter((t) => text === "" || (t.name + " " + t.lastError).toLowerCase().includes(text))
+      .sort((a, b) => b.createdAt - a.createdAt || a.key.localeCompare(b.key));
+    const rows = shown.map((t) => {
+      const row = el("tr", { "data-key": t.key });
+      if (t.released) row.classList.add("released");
+      if (t.key === selected) row.classList.add("selected");
+      const cells = [
+        ["namespace", t.namespace], ["name", t.name], ["kind", t.kind], ["state", t.state],
+        ["phase", t.phase], ["age", age(now - t.createdAt)], ["machine", t.machineState], ["lastError", t.lastError],
+      ];
+      for (const [col, value] of cells) {
+        const cell = el("td", { "data-col": col }, value);
+        if (col === "state") cell.className = "state-" + value;
+        row.append(cell);
+      }
+      row.tabIndex = 0;
+      row.addEventListener("click", () => select(t.key));
+      row.addEventListener("keydown", (event) => { if (event.key === "Enter") select(t.key); });
+      return row;
+    });
+    $("tasks").tBodies[0].replaceChildren(...rows);
+    $("empty").hidden = rows.length > 0;
+    const active = all.filter((t) => !t.released).length;
+    $("totals").textContent = active + " task" + (active === 1 ? "" : "s") + " known, " + (all.length - active) + " released";
+    paintMachine();
+  };
+
+  // ---- one task ---------------------------------------------------------------------------------
+  const select = (key) => {
+    selected = key;
+    history.replaceState(null, "", "#task=" + encodeURIComponent(key));
+    renderList();
+    loadDetail();
+  };
+
+  const line = (label, text) => el("li", { "data-label": label }, text);
+
+  const renderDetail = (d) => {
+    $("detail-panel").hidden = false;
+    $("detail-title").textContent = d.namespace + "/" + d.name;
+    $("detail-why").textContent = d.why;
+    const facts = [
+      ["kind", d.kind], ["etcd", d.group], ["state", d.state || "(none)"], ["phase", d.phase || "(none)"],
+      ["machine", d.machineState], ["uid", d.uid], ["finalizers", d.finalizers.join(", ") || "(none)"],
+      ["passes", String(d.passes) + (d.droppedPasses > 0 ? " (" + d.droppedPasses + " oldest not kept)" : "")],
+    ];
+    $("detail-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+    const flying = d.inFlight;
+    const inFlight = flying.calls.length + flying.writes.length + flying.events.length > 0
+      ? [{ runId: "in flight", state: d.machineState, at: d.updatedAt, end: "running now", transitions: [], ...flying }]
+      : [];
+    const passes = [...inFlight, ...[...d.history].reverse()].map((pass) => {
+      const item = el("li", { "data-run": pass.runId });
+      const head = el("div", { class: "head" }, "pass " + pass.runId + " → " + pass.state + " ");
+      head.append(el("span", {}, new Date(pass.at).toLocaleTimeString() + ", " + pass.end));
+      const list = el("ul");
+      // The machine's path in this pass, eventless steps as plain arrows.
+      if (pass.transitions.length > 0)
+        list.append(line("path", pass.transitions.map((step, index) =>
+          (index === 0 ? step.from : "") + (step.event === "always" ? " → " : " —" + step.event + "→ ") + step.to).join("")));
+      for (const call of pass.calls)
+        list.append(line("handler", call.phase + ": " + call.outcome + (call.description ? " — " + call.description : "") +
+          (call.error ? " [" + call.error + "]" : "") + (call.ms !== undefined ? " (" + call.ms + " ms)" : "")));
+      for (const write of pass.writes)
+        list.append(line("write", write.write + (write.fields ? " " + write.fields.join(",") : "") + ": " + write.result));
+      for (const event of pass.events) list.append(line("event", event.type + " " + event.reason + ": " + event.note));
+      item.append(head, list);
+      return item;
+    });
+    $("detail-passes").replaceChildren(...passes);
+    paintPath(d);
+  };
+
+  const loadDetail = async () => {
+    if (selected === "") return;
+    const [namespace, ...rest] = selected.split("/");
+    try {
+      renderDetail(await getJson("/api/tasks/" + encodeURIComponent(namespace) + "/" + encodeURIComponent(rest.join("/"))));
+    } catch (error) {
+      $("detail-panel").hidden = false;
+      $("detail-why").textContent = String(error.message || error);
+    }
+  };
+
+  const detailSoon = () => {
+    clearTimeout(detailTimer);
+    detailTimer = setTimeout(loadDetail, 150);
+  };
+
+  // ---- live -------------------------------------------------------------------------------------
+  const connect = () => {
+    const source = new EventSource("/api/events");
+    source.addEventListener("open", () => {
+      $("live").className = "online";
+      $("live").textContent = "live";
+    });
+    source.addEventListener("error", () => {
+      $("live").className = "offline";
+      $("live").textContent = "reconnecting…";
+    });
+    source.addEventListener("snapshot", (message) => {
+      tasks.clear();
+      for (const task of JSON.parse(message.data)) tasks.set(task.key, task);
+      renderList();
+      detailSoon();
+    });
+    source.addEventListener("tasks", (message) => {
+      let touched = false;
+      for (const task of JSON.parse(message.data)) {
+        tasks.set(task.key, task);
+        if (task.key === selected) touched = true;
+      }
+      renderList();
+      if (touched) detailSoon();
+    });
+  };
+
+  for (const id of ["filter-text", "filter-namespace", "filter-kind", "filter-state", "filter-released"])
+    $(id).addEventListener("input", renderList);
+  setInterval(renderList, 5000);
+  loadMachine().catch((error) => { $("machine").textContent = String(error.message || error); });
+  connect();
+  if (selected !== "") loadDetail();
+})();
+`;
