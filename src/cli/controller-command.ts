@@ -16,7 +16,7 @@ import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
 import { etcdHandlerLayer, etcdHandlers } from "../etcd/registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
-import type { KubeAccess } from "../kube/kube-client-node.ts";
+import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
 import { KubeconfigError, loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { RequestCounter } from "../kube/request-metrics.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
@@ -24,6 +24,7 @@ import { type ControllerHandle, runController } from "../runtime/controller.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
 import { sumQueueMetrics } from "../runtime/work-queue.ts";
+import { startMetricsServer } from "./metrics-server.ts";
 import { startOpsServer } from "./ops-server.ts";
 import { type ControllerOptions, controllerHelp, OptionError, readControllerOptions } from "./options.ts";
 
@@ -66,7 +67,15 @@ export const serveController = async (
   const observer: ControllerObserver =
     passTransitions === undefined ? metrics.observer : { ...metrics.observer, passTransitions };
   const servers = [
-    await startOpsServer(options.metricsAddress, { registry: metrics.registry }),
+    await startMetricsServer({
+      address: options.metricsAddress,
+      secure: options.metricsSecure,
+      certFile: options.metricsTlsCertFile,
+      keyFile: options.metricsTlsKeyFile,
+      registry: metrics.registry,
+      client: kubeClientOf(kubeConfig),
+      counter,
+    }),
     await startOpsServer(options.probeAddress, {
       // A standby is ready (healthy, waiting for the Lease); a leader once its caches hold the first LIST.
       notReady: () =>
