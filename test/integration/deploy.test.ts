@@ -644,7 +644,12 @@ describe("the opstask ServiceAccount", () => {
       sorted([...expectedClusterRules, ...expectedMetricsAuthRules, ...basicUserRules]),
     );
     expect(await rulesIn(systemNamespace)).toEqual(
-      sorted([...expectedClusterRules, ...expectedMetricsAuthRules, ...expectedLeaseRules, ...basicUserRules]),
+      sorted([
+        ...expectedClusterRules,
+        ...expectedMetricsAuthRules,
+        ...expectedLeaseRules,
+        ...basicUserRules,
+      ]),
     );
   });
 

@@ -9,7 +9,7 @@
  */
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { type JSONPatchDocument, immutableJSONPatch } from "immutable-json-patch";
+import { immutableJSONPatch, type JSONPatchDocument } from "immutable-json-patch";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 
 export interface KubeManifest {
@@ -41,7 +41,8 @@ const applyImages = (objects: KubeManifest[], images: unknown[]): KubeManifest[]
     const text = JSON.stringify(object);
     let changed = text;
     for (const image of images) {
-      if (!isRecord(image) || typeof image.name !== "string") throw new Error("images: an entry without name");
+      if (!isRecord(image) || typeof image.name !== "string")
+        throw new Error("images: an entry without name");
       const name = image.name;
       const newName = typeof image.newName === "string" ? image.newName : name;
       const suffix =
@@ -51,7 +52,10 @@ const applyImages = (objects: KubeManifest[], images: unknown[]): KubeManifest[]
             ? `:${image.newTag}`
             : "";
       // "image": "<name>" or "<name>:<tag>" or "<name>@<digest>" in container specs.
-      const pattern = new RegExp(`"image":"${name.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}(?:[:@][^"]*)?"`, "g");
+      const pattern = new RegExp(
+        `"image":"${name.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}(?:[:@][^"]*)?"`,
+        "g",
+      );
       changed = changed.replace(pattern, `"image":"${newName}${suffix}"`);
     }
     return changed === text ? object : (JSON.parse(changed) as KubeManifest);
@@ -59,7 +63,8 @@ const applyImages = (objects: KubeManifest[], images: unknown[]): KubeManifest[]
 
 const applyPatch = (objects: KubeManifest[], patch: unknown, where: string): KubeManifest[] => {
   if (!isRecord(patch)) throw new Error(`${where}: a patch that is not a mapping`);
-  if (typeof patch.patch !== "string") throw new Error(`${where}: only inline patches (patch:) are supported`);
+  if (typeof patch.patch !== "string")
+    throw new Error(`${where}: only inline patches (patch:) are supported`);
   const body: unknown = parseYaml(patch.patch);
   if (Array.isArray(body)) {
     const target = patch.target;
@@ -75,10 +80,18 @@ const applyPatch = (objects: KubeManifest[], patch: unknown, where: string): Kub
     return patched;
   }
   const doc = asManifest(body, where);
-  if (doc.$patch !== "delete" || Object.keys(doc).some((key) => !["apiVersion", "kind", "metadata", "$patch"].includes(key)))
-    throw new Error(`${where}: of strategic-merge patches only \`$patch: delete\` of a whole object is supported`);
-  const kept = objects.filter((object) => !(object.kind === doc.kind && object.metadata.name === doc.metadata.name));
-  if (kept.length === objects.length) throw new Error(`${where}: no ${doc.kind} ${doc.metadata.name} to delete`);
+  if (
+    doc.$patch !== "delete" ||
+    Object.keys(doc).some((key) => !["apiVersion", "kind", "metadata", "$patch"].includes(key))
+  )
+    throw new Error(
+      `${where}: of strategic-merge patches only \`$patch: delete\` of a whole object is supported`,
+    );
+  const kept = objects.filter(
+    (object) => !(object.kind === doc.kind && object.metadata.name === doc.metadata.name),
+  );
+  if (kept.length === objects.length)
+    throw new Error(`${where}: no ${doc.kind} ${doc.metadata.name} to delete`);
   return kept;
 };
 
