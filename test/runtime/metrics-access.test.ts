@@ -54,7 +54,7 @@ describe("secure metrics access", () => {
       ["POST", "/apis/authentication.k8s.io/v1/tokenreviews"],
       ["POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews"],
     ]);
-    expect((requests[1]?.body as { spec: unknown }).spec).toEqual({
+    expect((requests[1]?.body as { spec: unknown } | undefined)?.spec).toEqual({
       user: "prometheus",
       uid: "uid-prometheus",
       groups: ["g"],
