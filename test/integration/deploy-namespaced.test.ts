@@ -11,7 +11,8 @@
  * - the policy admits the Jobs the handler builds (cloud and Local stores) and refuses, from that
  *   ServiceAccount, each change a compromised controller or a task author could make: another image,
  *   a privileged or root pod, host namespaces, a hostPath outside the backup store, a ServiceAccount
- *   token, another program; other users' Jobs are not its business.
+ *   token, another program; the ServiceAccount may delete compaction Jobs only; other users' Jobs are
+ *   not its business.
  */
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
@@ -573,6 +574,28 @@ describe("the compaction Job policy (deploy/compaction-job-policy.yaml)", () => 
         )
       ).code,
     ).toBe(404);
+  });
+
+  it("lets the ServiceAccount delete compaction Jobs only", async () => {
+    const batch = admin.makeApiClient(BatchV1Api);
+    await batch.createNamespacedJob({
+      namespace,
+      body: {
+        metadata: { name: "payroll", namespace },
+        spec: {
+          template: {
+            spec: { restartPolicy: "Never", containers: [{ name: "run", image: "payroll:1" }] },
+          },
+        },
+      },
+    });
+    const deleteAs = (kc: KubeConfig, name: string) =>
+      refusal(kc.makeApiClient(BatchV1Api).deleteNamespacedJob({ namespace, name, dryRun: "All" }));
+    const refused = await deleteAs(asController, "payroll");
+    expect(refused.code).toBe(403);
+    expect(refused.message).toMatch(/ValidatingAdmissionPolicy 'opstask-compaction-job-deletes'/);
+    expect((await deleteAs(asController, "compact-cloud-compact")).code).toBe(0);
+    expect((await deleteAs(admin, "payroll")).code).toBe(0);
   });
 
   it("does not judge other users' Jobs", async () => {
