@@ -39,6 +39,7 @@ const answers: Record<Exclude<MetricsAccess["_tag"], "Allowed">, [number, string
   Unauthenticated: [401, "Unauthorized"],
   Forbidden: [403, "Forbidden"],
   Unavailable: [500, "Internal Server Error"],
+  Busy: [429, "Too Many Requests"],
 };
 
 interface KeyPair {
@@ -97,6 +98,7 @@ export const startMetricsServer = async (
           .writeHead(status, {
             "content-type": "text/plain",
             ...(status === 401 ? { "www-authenticate": "Bearer" } : {}),
+            ...(status === 429 ? { "retry-after": "1" } : {}),
           })
           .end(`${text}\n`);
         return;

@@ -10,6 +10,10 @@
  * refused one for 10 s, at most 1,024 entries; an API failure is not cached. Without the cache every
  * scrape would cost two API requests. controller-runtime keeps allowed decisions 5 minutes; 60 s here
  * bounds how long a revoked binding still reads metrics.
+ *
+ * Every unknown token costs two API requests, and a scraper-facing port is reachable by whoever the
+ * NetworkPolicy admits: at most `maxInFlight` reviews run at once, and further requests are answered
+ * 429 without asking, so a flood of made-up tokens cannot turn into a flood of reviews.
  */
 import { createHash } from "node:crypto";
 import * as Duration from "effect/Duration";
@@ -28,7 +32,9 @@ export type MetricsAccess =
   /** A valid token whose user may not `get /metrics`: 403. */
   | { readonly _tag: "Forbidden"; readonly user: string }
   /** The apiserver could not be asked: 500, and the scrape is retried by the scraper. */
-  | { readonly _tag: "Unavailable"; readonly reason: string };
+  | { readonly _tag: "Unavailable"; readonly reason: string }
+  /** Too many reviews in flight (a flood of unknown tokens): 429 without asking the apiserver. */
+  | { readonly _tag: "Busy" };
 
 export interface MetricsAccessOptions {
   readonly client: KubeClient;
@@ -38,6 +44,8 @@ export interface MetricsAccessOptions {
   readonly allowedTtlMs?: number;
   readonly deniedTtlMs?: number;
   readonly maxEntries?: number;
+  /** Reviews at once; beyond, requests are answered 429 at once. Default 8. */
+  readonly maxInFlight?: number;
   readonly now?: () => number;
 }
 
@@ -77,6 +85,8 @@ export const makeMetricsAccess = (options: MetricsAccessOptions): MetricsAccessC
   const deniedTtlMs = options.deniedTtlMs ?? 10_000;
   const maxEntries = options.maxEntries ?? 1_024;
   const now = options.now ?? Date.now;
+  const maxInFlight = options.maxInFlight ?? 8;
+  let inFlight = 0;
   const cache = new Map<string, { readonly until: number; readonly access: MetricsAccess }>();
 
   const post = (resource: string, body: unknown): Effect.Effect<unknown, KubeError> =>
@@ -115,7 +125,7 @@ export const makeMetricsAccess = (options: MetricsAccessOptions): MetricsAccessC
     );
 
   const remember = (key: string, access: MetricsAccess): void => {
-    if (access._tag === "Unavailable") return;
+    if (access._tag === "Unavailable" || access._tag === "Busy") return;
     cache.delete(key);
     cache.set(key, { until: now() + (access._tag === "Allowed" ? allowedTtlMs : deniedTtlMs), access });
     const oldest = cache.keys().next();
@@ -129,9 +139,15 @@ export const makeMetricsAccess = (options: MetricsAccessOptions): MetricsAccessC
       const key = createHash("sha256").update(token).digest("base64url");
       const cached = cache.get(key);
       if (cached !== undefined && cached.until > now()) return cached.access;
-      const access = await Effect.runPromise(decide(token));
-      remember(key, access);
-      return access;
+      if (inFlight >= maxInFlight) return { _tag: "Busy" };
+      inFlight += 1;
+      try {
+        const access = await Effect.runPromise(decide(token));
+        remember(key, access);
+        return access;
+      } finally {
+        inFlight -= 1;
+      }
     },
   };
 };

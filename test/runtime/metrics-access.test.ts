@@ -4,7 +4,7 @@
  * exercised in test/integration/secure-metrics.test.ts; here a scripted client counts the requests.
  */
 import { X509Certificate } from "node:crypto";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { ApiRequest, KubeClient } from "../../src/kube/kube-client.ts";
 import { ApiCallError } from "../../src/kube/kube-client.ts";
 import { bearerToken, makeMetricsAccess } from "../../src/runtime/metrics-access.ts";
@@ -108,6 +108,37 @@ describe("secure metrics access", () => {
     expect(requests.length).toBe(before);
     await access.check("Bearer t0"); // evicted
     expect(requests.length).toBe(before + 2);
+  });
+
+  it("answers Busy without asking once maxInFlight reviews are running", async () => {
+    const release: Array<() => void> = [];
+    const requests: ApiRequest[] = [];
+    const client: KubeClient = {
+      _tag: "KubeClient",
+      server: "https://apiserver.invalid",
+      request: (request) => {
+        requests.push(request);
+        return new Promise((resolve) =>
+          release.push(() => resolve({ status: 201, body: { status: { authenticated: false } } })),
+        );
+      },
+      watch: () => Promise.reject(new Error("no watches here")),
+      close: () => {},
+    };
+    const access = makeMetricsAccess({ client, maxInFlight: 2 });
+    const first = access.check("Bearer a");
+    const second = access.check("Bearer b");
+    expect(await access.check("Bearer c")).toEqual({ _tag: "Busy" });
+    await vi.waitFor(() => expect(release).toHaveLength(2));
+    expect(requests).toHaveLength(2);
+    for (const done of release.splice(0)) done();
+    expect((await first)._tag).toBe("Unauthenticated");
+    expect((await second)._tag).toBe("Unauthenticated");
+    const third = access.check("Bearer c"); // room again
+    await vi.waitFor(() => expect(release).toHaveLength(1));
+    for (const done of release.splice(0)) done();
+    expect((await third)._tag).toBe("Unauthenticated");
+    expect(requests).toHaveLength(3);
   });
 
   it("reads bearer tokens case-insensitively and nothing else", () => {
