@@ -4,11 +4,12 @@
  *
  * - Host: a page on a name the attacker controls can re-point that name at 127.0.0.1 (DNS rebinding)
  *   and then read the relay as its own origin. Requests whose `Host` is not a loopback name
- *   (`localhost`, `127.0.0.1`, `[::1]`, with the relay's port or none) are refused.
+ *   (`localhost`, `127.0.0.1`, `[::1]`) are refused. Any port: through `kubectl port-forward` the
+ *   browser's port is not the relay's.
  * - Origin: WebSockets are exempt from the same-origin policy, so any page may open one to
- *   ws://127.0.0.1:<port>; browsers always send its `Origin`. Only the relay's own page (an `http:`
- *   origin on a loopback name and the relay's port) may connect; clients without an `Origin` (not a
- *   browser: Node's WebSocket, a CLI) pass this check.
+ *   ws://127.0.0.1:<port>; browsers always send its `Origin`. Only the relay's own page may connect:
+ *   an `http:` origin equal to the request's own (loopback) Host, which is what the page's
+ *   `location.host` gives. Clients without an `Origin` (not a browser: Node's WebSocket, a CLI) pass.
  * - Publishing: only a client that presents the relay's publish token (held by the controller's own
  *   socket adapter; never sent to a browser) may publish. Everyone else only receives, so a viewer
  *   cannot inject events that other viewers show. The token is compared in constant time.
@@ -17,25 +18,24 @@ import { timingSafeEqual } from "node:crypto";
 
 const loopbackNames = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
-/** `name` or `name:port` of a loopback name, with this port or none. */
-export const isLoopbackHost = (host: string | undefined, port: number): boolean => {
+/** `name` or `name:port` of a loopback name. */
+export const isLoopbackHost = (host: string | undefined): boolean => {
   if (host === undefined) return false;
-  const match = /^(\[[^\]]*\]|[^:]*)(?::(\d+))?$/.exec(host.trim().toLowerCase());
-  if (match === null) return false;
-  const [, name = "", hostPort] = match;
-  return loopbackNames.has(name) && (hostPort === undefined || Number(hostPort) === port);
+  const match = /^(\[[^\]]*\]|[^:]*)(?::\d+)?$/.exec(host.trim().toLowerCase());
+  return match !== null && loopbackNames.has(match[1] ?? "");
 };
 
-/** No `Origin` (not a browser), or the relay's own page on a loopback name. */
-export const isAllowedOrigin = (origin: string | undefined, port: number): boolean => {
+/** No `Origin` (not a browser), or an `http:` origin on the very (loopback) host and port requested. */
+export const isAllowedOrigin = (origin: string | undefined, host: string | undefined): boolean => {
   if (origin === undefined) return true;
+  if (host === undefined || !isLoopbackHost(host)) return false;
   let parsed: URL;
   try {
     parsed = new URL(origin);
   } catch {
     return false;
   }
-  return parsed.protocol === "http:" && isLoopbackHost(parsed.host, port) && parsed.port === String(port);
+  return parsed.protocol === "http:" && parsed.host === new URL(`http://${host.trim().toLowerCase()}`).host;
 };
 
 /** The path a publisher connects to; its token rides in the query (`?token=`). */

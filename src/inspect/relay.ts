@@ -98,9 +98,8 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
     maxActors: options.maxActors ?? DefaultHistoryLimits.maxActors,
     maxBytes: options.maxHistoryBytes ?? DefaultHistoryLimits.maxBytes,
   });
-  let port = 0; // known once listening; no request arrives before
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
-    if (!isLoopbackHost(request.headers.host, port)) {
+    if (!isLoopbackHost(request.headers.host)) {
       response.writeHead(421, { "content-type": "text/plain" }).end("Host must be a loopback name\n");
       return;
     }
@@ -121,9 +120,8 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
   const publishers = new Set<WebSocket>();
   server.on("upgrade", (request: IncomingMessage, socket: Socket, head: Buffer) => {
     socket.on("error", () => {});
-    if (!isLoopbackHost(request.headers.host, port))
-      return refuse(socket, 421, "Host must be a loopback name");
-    if (!isAllowedOrigin(request.headers.origin, port))
+    if (!isLoopbackHost(request.headers.host)) return refuse(socket, 421, "Host must be a loopback name");
+    if (!isAllowedOrigin(request.headers.origin, request.headers.host))
       return refuse(socket, 403, "Origin is not this relay's page");
     const publisher = presentsToken(request.url, token);
     if (!publisher && request.url?.startsWith(PublishPath) === true)
@@ -161,7 +159,7 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
     throw error;
   });
 
-  port = (server.address() as AddressInfo).port; // listening on TCP, so the address is an AddressInfo
+  const { port } = server.address() as AddressInfo; // listening on TCP, so the address is an AddressInfo
   const authority = `${host.includes(":") ? `[${host}]` : host}:${port}`;
   let stopping: Promise<void> | undefined;
   return {

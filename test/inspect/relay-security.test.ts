@@ -38,6 +38,11 @@ const statusOf = (port: number, path: string, headers: Record<string, string>) =
       res.resume();
       resolve(res.statusCode ?? 0);
     });
+    // A WebSocket handshake that succeeds is answered 101 and handed over as an upgrade.
+    req.on("upgrade", (res, socket) => {
+      socket.destroy();
+      resolve(res.statusCode ?? 0);
+    });
     req.on("error", reject);
     req.end();
   });
@@ -62,9 +67,11 @@ describe("the inspection relay refuses what a foreign web page can send", () => 
     );
     expect(await upgradeStatusOf(port, "/", { host: `127.0.0.1:${port}`, origin: "null" })).toBe(403);
     const own = await connect(url, { origin: `http://127.0.0.1:${port}` });
-    const named = await connect(url, { origin: `http://localhost:${port}` });
     own.socket.close();
-    named.socket.close();
+    const named = { host: `localhost:${port}`, origin: `http://localhost:${port}` };
+    expect(await upgradeStatusOf(port, "/", named)).toBe(101);
+    // The page's own origin is the host it was loaded from: another loopback name is another origin.
+    expect(await upgradeStatusOf(port, "/", { ...named, origin: `http://127.0.0.1:${port}` })).toBe(403);
   });
 
   it("refuses requests whose Host is not a loopback name (DNS rebinding), page and WebSocket alike", async () => {
@@ -72,8 +79,18 @@ describe("the inspection relay refuses what a foreign web page can send", () => 
     expect(await statusOf(port, "/", { host: `127.0.0.1:${port}` })).toBe(200);
     expect(await statusOf(port, "/", { host: `localhost:${port}` })).toBe(200);
     expect(await statusOf(port, "/", { host: `rebound.evil.example:${port}` })).toBe(421);
-    expect(await statusOf(port, "/", { host: `127.0.0.1:${port + 1}` })).toBe(421);
+    expect(await statusOf(port, "/", { host: "rebound.evil.example" })).toBe(421);
     expect(await upgradeStatusOf(port, "/", { host: `rebound.evil.example:${port}` })).toBe(421);
+  });
+
+  it("works through a port-forward (another port in Host and Origin), for its own page only", async () => {
+    const { port } = await relay();
+    const forwarded = { host: "127.0.0.1:19090" };
+    expect(await statusOf(port, "/", forwarded)).toBe(200);
+    expect(await upgradeStatusOf(port, "/", { ...forwarded, origin: "http://127.0.0.1:19090" })).toBe(101);
+    // Another local server's page is another origin.
+    expect(await upgradeStatusOf(port, "/", { ...forwarded, origin: "http://localhost:3000" })).toBe(403);
+    expect(await upgradeStatusOf(port, "/", { ...forwarded, origin: "https://127.0.0.1:19090" })).toBe(403);
   });
 
   it("the page may not be framed by another page", async () => {
