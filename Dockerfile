@@ -34,6 +34,7 @@ COPY package.json ./
 COPY --from=build /app/dist/bundle ./dist/bundle
 # Numeric, so that the kubelet can verify `runAsNonRoot` (the Deployment sets the same IDs).
 USER 65532:65532
-EXPOSE 8080 8081
+# Secure metrics (HTTPS, authenticated) and the probes; `--metrics-secure=false` serves metrics on 8080.
+EXPOSE 8443 8081
 ENTRYPOINT ["/nodejs/bin/node", "/app/dist/bundle/main.js"]
 CMD ["controller"]

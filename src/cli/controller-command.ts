@@ -16,7 +16,7 @@ import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
 import { etcdHandlerLayer, etcdHandlers } from "../etcd/registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
-import type { KubeAccess } from "../kube/kube-client-node.ts";
+import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
 import { KubeconfigError, loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { RequestCounter } from "../kube/request-metrics.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
@@ -25,6 +25,7 @@ import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
 import { sumQueueMetrics } from "../runtime/work-queue.ts";
 import { alsoObserve } from "../ui/also-observe.ts";
+import { startMetricsServer } from "./metrics-server.ts";
 import { startOpsServer } from "./ops-server.ts";
 import { type ControllerOptions, controllerHelp, OptionError, readControllerOptions } from "./options.ts";
 
@@ -82,7 +83,15 @@ export const serveController = async (
   if (board !== undefined) process.stderr.write(`opstask: task board at ${board.server.url}\n`);
   const observer: ControllerObserver = alsoObserve(metrics.observer, inspector?.observer, board?.observer);
   const servers = [
-    await startOpsServer(options.metricsAddress, { registry: metrics.registry }),
+    await startMetricsServer({
+      address: options.metricsAddress,
+      secure: options.metricsSecure,
+      certFile: options.metricsTlsCertFile,
+      keyFile: options.metricsTlsKeyFile,
+      registry: metrics.registry,
+      client: kubeClientOf(kubeConfig),
+      counter,
+    }),
     await startOpsServer(options.probeAddress, {
       // A standby is ready (healthy, waiting for the Lease); a leader once its caches hold the first LIST.
       notReady: () =>

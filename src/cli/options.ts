@@ -142,10 +142,36 @@ export const controllerOptionSpecs = {
   metricsAddress: {
     flag: "metrics-address",
     env: "OPSTASK_METRICS_ADDRESS",
-    help: "where /metrics is served (0: off)",
+    help: "where /metrics is served (0: off; default :8443 when secure, else :8080)",
     accepts: "HOST:PORT, :PORT or 0",
-    fallback: ":8080",
+    fallback: ":8443",
     parse: address,
+  } satisfies Spec<string>,
+  // Secure by default (as kubebuilder's scaffold of controller-runtime; etcd-druid serves plain HTTP):
+  // the metrics name namespaces and Etcds, and the listener is not loopback in a pod.
+  metricsSecure: {
+    flag: "metrics-secure",
+    env: "OPSTASK_METRICS_SECURE",
+    help: "serve /metrics over HTTPS to callers the apiserver authenticates and authorises (get /metrics)",
+    accepts: "true | false",
+    fallback: true,
+    parse: (raw: string) => (raw === "true" ? true : raw === "false" ? false : undefined),
+  } satisfies Spec<boolean>,
+  metricsTlsCertFile: {
+    flag: "metrics-tls-cert-file",
+    env: "OPSTASK_METRICS_TLS_CERT_FILE",
+    help: "PEM certificate for secure metrics, re-read when it changes (default: self-signed at start)",
+    accepts: "a path, with --metrics-tls-key-file",
+    fallback: "",
+    parse: (raw: string) => raw,
+  } satisfies Spec<string>,
+  metricsTlsKeyFile: {
+    flag: "metrics-tls-key-file",
+    env: "OPSTASK_METRICS_TLS_KEY_FILE",
+    help: "PEM private key of --metrics-tls-cert-file",
+    accepts: "a path, with --metrics-tls-cert-file",
+    fallback: "",
+    parse: (raw: string) => raw,
   } satisfies Spec<string>,
   probeAddress: {
     flag: "probe-address",
@@ -311,10 +337,32 @@ export const readControllerOptions = (
     sources[name] = source;
   }
   if (values.backoffCap === 0) values.backoffCap = values.requeueInterval;
+  checkMetricsServing(values, sources);
   return {
     ...(values as { [K in keyof Specs]: Specs[K]["fallback"] }),
     sources: sources as ControllerOptions["sources"],
   };
+};
+
+/** Secure metrics: the default address by mode, a whole certificate pair, a port of its own. */
+const checkMetricsServing = (values: Record<string, unknown>, sources: Record<string, Source>): void => {
+  if (sources.metricsAddress === "default" && values.metricsSecure === false) values.metricsAddress = ":8080";
+  if ((values.metricsTlsCertFile === "") !== (values.metricsTlsKeyFile === ""))
+    throw new OptionError(
+      "--metrics-tls-cert-file and --metrics-tls-key-file go together: give both, or neither for a self-signed certificate",
+    );
+  if (values.metricsTlsCertFile !== "" && values.metricsSecure === false)
+    throw new OptionError(
+      "--metrics-tls-cert-file needs --metrics-secure=true (plain metrics use no certificate)",
+    );
+  if (
+    values.metricsSecure === true &&
+    values.metricsAddress !== "0" &&
+    values.metricsAddress === values.probeAddress
+  )
+    throw new OptionError(
+      `--metrics-address and --probe-address are both ${String(values.probeAddress)}: secure metrics (HTTPS) need a port of their own; the probes stay plain HTTP for the kubelet`,
+    );
 };
 
 export const controllerHelp = (): string =>

@@ -26,7 +26,7 @@ export interface StatelyInspectorOptions {
   readonly port?: number;
   /** Start the relay in-process (default: true unless `url` is given). */
   readonly relay?: boolean;
-  /** An existing relay (`ws://…`) to send to instead of starting one. */
+  /** An existing relay's publish URL (`ws://…`, with its token) to send to instead of starting one. */
   readonly url?: string;
   /** Delay between reconnect attempts to the relay (default 5 s). */
   readonly retryMs?: number;
@@ -38,7 +38,7 @@ export interface StatelyInspector {
   readonly observer: Pick<ControllerObserver, "passTransitions">;
   /** Closes the socket and the relay; afterwards nothing of the inspector keeps the process alive. */
   readonly stop: () => Promise<void>;
-  /** The relay's WebSocket URL. */
+  /** The relay's WebSocket URL for viewers (they only receive). */
   readonly url: string;
   /** The page to open in a browser, when the relay runs in-process. */
   readonly page: string | undefined;
@@ -97,10 +97,12 @@ export const startStatelyInspector = async (
     const { startRelay: listen } = await import("./relay.ts");
     relay = await listen({ port: options.port ?? 8080, host: "127.0.0.1" });
   }
+  // The in-process relay lets only its publish URL (which carries its token) send; `url` is for viewers.
   const url = relay?.url ?? relayUrl(options.url ?? "");
+  const publishUrl = relay?.publishUrl ?? url;
 
   const tasks = new Map<string, InspectedTask>();
-  const adapter = socketAdapter(url, {
+  const adapter = socketAdapter(publishUrl, {
     onError,
     ...(options.retryMs === undefined ? {} : { retryMs: options.retryMs }),
   });

@@ -149,7 +149,7 @@ describe("the relay's replay for late viewers", () => {
   const message = (type: string, sessionId: string, n = 0) => JSON.stringify({ type, sessionId, n });
 
   it("keeps each actor and its latest snapshot once the window has moved past them", () => {
-    const history = new RelayHistory(3, 10);
+    const history = new RelayHistory({ windowSize: 3, maxActors: 10 });
     history.record(message("@xstate.actor", "a"));
     history.record(message("@xstate.snapshot", "a", 1));
     history.record(message("@xstate.actor", "b"));
@@ -165,7 +165,7 @@ describe("the relay's replay for late viewers", () => {
   });
 
   it("forgets the least recently active actor beyond its limit", () => {
-    const history = new RelayHistory(10, 2);
+    const history = new RelayHistory({ windowSize: 10, maxActors: 2 });
     history.record(message("@xstate.actor", "a"));
     history.record(message("@xstate.actor", "b"));
     history.record(message("@xstate.snapshot", "a", 1));

@@ -179,6 +179,11 @@ const expectedLeaseRules = [
   `get coordination.k8s.io/leases/${leaseName}`,
   `patch coordination.k8s.io/leases/${leaseName}`,
 ];
+/** Secure metrics: who is this scraper, and may it read /metrics (cluster-wide, in both installs). */
+const expectedMetricsAuthRules = [
+  "create authentication.k8s.io/tokenreviews",
+  "create authorization.k8s.io/subjectaccessreviews",
+];
 /** Granted to every authenticated user by the bootstrap role system:basic-user. */
 const basicUserRules = [
   "create authorization.k8s.io/selfsubjectaccessreviews",
@@ -308,8 +313,9 @@ describe("deploy/ manifests", () => {
     expect(options.leaderElect).toBe(true);
     expect(options.leaderElectionNamespace).toBe(systemNamespace);
     expect(options.leaderElectionId).toBe(leaseName);
-    expect(ports.get("metrics")).toBe(8080);
-    expect(port(options.metricsAddress)).toBe(8080);
+    expect(options.metricsSecure).toBe(true);
+    expect(ports.get("metrics")).toBe(8443);
+    expect(port(options.metricsAddress)).toBe(8443);
     expect(ports.get("probes")).toBe(8081);
     expect(port(options.probeAddress)).toBe(8081);
     expect(container().livenessProbe?.httpGet).toMatchObject({ path: "/healthz", port: "probes" });
@@ -351,6 +357,8 @@ describe("deploy/ manifests", () => {
     expect(sorted(tuples(clusterRole.rules ?? []))).toEqual(sorted(expectedClusterRules));
     expect(sorted(tuples(role.rules ?? []))).toEqual(sorted(expectedLeaseRules));
     expect(role.metadata?.namespace).toBe(systemNamespace);
+    const metricsAuth = only<V1ClusterRole>("ClusterRole", "opstask-metrics-auth");
+    expect(sorted(tuples(metricsAuth.rules ?? []))).toEqual(sorted(expectedMetricsAuthRules));
   });
 });
 
@@ -632,9 +640,16 @@ describe("the opstask ServiceAccount", () => {
       expect(review.status?.incomplete).toBe(false);
       return sorted(tuples(review.status?.resourceRules ?? []));
     };
-    expect(await rulesIn(namespace)).toEqual(sorted([...expectedClusterRules, ...basicUserRules]));
+    expect(await rulesIn(namespace)).toEqual(
+      sorted([...expectedClusterRules, ...expectedMetricsAuthRules, ...basicUserRules]),
+    );
     expect(await rulesIn(systemNamespace)).toEqual(
-      sorted([...expectedClusterRules, ...expectedLeaseRules, ...basicUserRules]),
+      sorted([
+        ...expectedClusterRules,
+        ...expectedMetricsAuthRules,
+        ...expectedLeaseRules,
+        ...basicUserRules,
+      ]),
     );
   });
 

@@ -140,7 +140,16 @@ export const compactionJob = ({ task, target, store, image, timeoutSeconds }: Co
               args: compactArgs(store.args),
               env: [...store.env],
               volumeMounts: [{ name: WorkspaceVolume, mountPath: WorkspaceDir }, ...store.volumeMounts],
-              securityContext: { allowPrivilegeEscalation: false },
+              // The restricted Pod Security level's container settings (deploy/compaction-job-policy.yaml
+              // refuses a compaction Job without them). The user is distroless's `nonroot` (the etcdbrctl
+              // image's), given by number so that the kubelet need not trust the image's USER.
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                runAsNonRoot: true,
+                runAsUser: 65532,
+                capabilities: { drop: ["ALL"] },
+                seccompProfile: { type: "RuntimeDefault" },
+              },
             },
           ],
           volumes: [{ name: WorkspaceVolume, emptyDir: {} }, ...store.volumes],

@@ -1,0 +1,122 @@
+/**
+ * A self-signed serving certificate made at start-up, for `--metrics-secure` without certificate
+ * files (as controller-runtime's secure metrics serving does): ECDSA P-256, SHA-256, valid for a year,
+ * for the given DNS names and IP addresses. Scrapers cannot verify it (it is its own issuer); the
+ * protection it gives is the encryption of the token and the answer. Give `--metrics-tls-cert-file`
+ * and `--metrics-tls-key-file` (cert-manager, a service CA) for a verifiable one.
+ *
+ * Hand-written DER rather than a library: Node can create keys and sign but not issue X.509; the
+ * libraries that do (@peculiar/x509 and `selfsigned`, which builds on it) bring a dozen packages,
+ * a dependency-injection container among them, into a controller that needs one certificate. What is
+ * encoded here is the fixed shape of RFC 5280 §4.1 with three extensions; `new X509Certificate()`
+ * parses the result in the tests, and a TLS client accepts it.
+ */
+import { generateKeyPairSync, randomBytes, sign } from "node:crypto";
+import { isIP, isIPv4 } from "node:net";
+
+const length = (n: number): Buffer => {
+  if (n < 0x80) return Buffer.from([n]);
+  const bytes: number[] = [];
+  for (let rest = n; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
+  return Buffer.from([0x80 | bytes.length, ...bytes]);
+};
+
+const tlv = (tag: number, ...content: Buffer[]): Buffer => {
+  const body = Buffer.concat(content);
+  return Buffer.concat([Buffer.from([tag]), length(body.length), body]);
+};
+
+const sequence = (...items: Buffer[]) => tlv(0x30, ...items);
+const set = (...items: Buffer[]) => tlv(0x31, ...items);
+const octetString = (content: Buffer) => tlv(0x04, content);
+const bitString = (content: Buffer) => tlv(0x03, Buffer.from([0]), content);
+const utf8String = (text: string) => tlv(0x0c, Buffer.from(text, "utf8"));
+const explicit = (n: number, content: Buffer) => tlv(0xa0 | n, content);
+
+const oid = (dotted: string): Buffer => {
+  const [first = 0, second = 0, ...rest] = dotted.split(".").map(Number);
+  const bytes = [40 * first + second];
+  for (const arc of rest) {
+    const chunk = [arc & 0x7f];
+    for (let v = Math.floor(arc / 128); v > 0; v = Math.floor(v / 128)) chunk.unshift(0x80 | (v & 0x7f));
+    bytes.push(...chunk);
+  }
+  return tlv(0x06, Buffer.from(bytes));
+};
+
+/** UTCTime before 2050, GeneralizedTime from 2050 on (RFC 5280 §4.1.2.5). */
+const time = (date: Date): Buffer => {
+  const digits = date.toISOString().replace(/[-:T]/g, "").slice(0, 14);
+  return date.getUTCFullYear() < 2050
+    ? tlv(0x17, Buffer.from(`${digits.slice(2)}Z`, "ascii"))
+    : tlv(0x18, Buffer.from(`${digits}Z`, "ascii"));
+};
+
+const ipBytes = (address: string): Buffer =>
+  isIPv4(address)
+    ? Buffer.from(address.split(".").map(Number))
+    : Buffer.from(
+        // Expand `::` and write the eight 16-bit groups.
+        (() => {
+          const [head = "", tail] = address.split("::");
+          const left = head === "" ? [] : head.split(":");
+          const right = tail === undefined || tail === "" ? [] : tail.split(":");
+          const groups = [...left, ...Array(8 - left.length - right.length).fill("0"), ...right];
+          return groups.flatMap((group: string) => {
+            const value = Number.parseInt(group, 16);
+            return [value >> 8, value & 0xff];
+          });
+        })(),
+      );
+
+export interface SelfSignedCertificate {
+  readonly certPem: string;
+  readonly keyPem: string;
+}
+
+/** A self-signed serving certificate for `names` (DNS names or IP addresses; the first is the subject). */
+export const selfSignedCertificate = (
+  names: ReadonlyArray<string>,
+  now: Date = new Date(),
+): SelfSignedCertificate => {
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const spki = publicKey.export({ type: "spki", format: "der" });
+  const ecdsaWithSha256 = sequence(oid("1.2.840.10045.4.3.2"));
+  const subject = sequence(set(sequence(oid("2.5.4.3"), utf8String(names[0] ?? "opstask"))));
+  const alternativeNames = names.map((name) =>
+    isIP(name) === 0 ? tlv(0x82, Buffer.from(name, "ascii")) : tlv(0x87, ipBytes(name)),
+  );
+  const extensions = sequence(
+    // basicConstraints: not a CA (critical).
+    sequence(oid("2.5.29.19"), tlv(0x01, Buffer.from([0xff])), octetString(sequence())),
+    // keyUsage: digitalSignature (critical).
+    sequence(
+      oid("2.5.29.15"),
+      tlv(0x01, Buffer.from([0xff])),
+      octetString(tlv(0x03, Buffer.from([7, 0x80]))),
+    ),
+    // extKeyUsage: serverAuth.
+    sequence(oid("2.5.29.37"), octetString(sequence(oid("1.3.6.1.5.5.7.3.1")))),
+    sequence(oid("2.5.29.17"), octetString(sequence(...alternativeNames))),
+  );
+  const serial = randomBytes(16);
+  serial[0] = ((serial[0] ?? 0) & 0x7f) | 0x01; // positive and without a leading zero byte
+  const notBefore = new Date(now.getTime() - 5 * 60_000); // clock skew between scraper and pod
+  const notAfter = new Date(now.getTime() + 365 * 86_400_000);
+  const tbs = sequence(
+    explicit(0, tlv(0x02, Buffer.from([2]))),
+    tlv(0x02, serial),
+    ecdsaWithSha256,
+    subject,
+    sequence(time(notBefore), time(notAfter)),
+    subject,
+    spki,
+    explicit(3, extensions),
+  );
+  const der = sequence(tbs, ecdsaWithSha256, bitString(sign("sha256", tbs, privateKey)));
+  const body = der.toString("base64").replace(/.{64}/g, "$&\n").replace(/\n$/, "");
+  return {
+    certPem: `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n`,
+    keyPem: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+  };
+};

@@ -1,0 +1,608 @@
+/**
+ * deploy-namespaced/ on a real kube-apiserver (RBAC, ValidatingAdmissionPolicy), and the compaction Job
+ * policy of deploy/ that both installs carry:
+ *
+ * - the overlay renders as kustomize renders it, binds the task rules in each watched namespace only
+ *   and starts the controller with --namespace for exactly those namespaces;
+ * - the real controller command, with the overlay's Deployment arguments and authenticated as its
+ *   ServiceAccount, runs a compaction task in a watched namespace to Succeeded (the test plays the Job
+ *   controller: no kubelet runs), its Job admitted by the policy; a task in another namespace is left
+ *   alone; the ServiceAccount cannot read Secrets (nor Etcds, nor create Jobs) in another namespace;
+ * - the policy admits the Jobs the handler builds (cloud and Local stores) and refuses, from that
+ *   ServiceAccount, each change a compromised controller or a task author could make: another image,
+ *   a privileged or root pod, host namespaces, a hostPath outside the backup store, a ServiceAccount
+ *   token, another program; the ServiceAccount may delete compaction Jobs only; other users' Jobs are
+ *   not its business.
+ */
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import {
+  AdmissionregistrationV1Api,
+  ApiException,
+  AuthorizationV1Api,
+  BatchV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type V1Container,
+  type V1Deployment,
+  type V1Job,
+  type V1PodSpec,
+  type V1RoleBinding,
+  VersionApi,
+} from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { parseAllDocuments } from "yaml";
+import { serveController } from "../../src/cli/controller-command.ts";
+import { readControllerOptions } from "../../src/cli/options.ts";
+import { DefaultCompactionImage } from "../../src/etcd/on-demand-snapshot-compaction/job-spec.ts";
+import { repoRoot, useControlPlane } from "../support/cluster.ts";
+import { applyManifests, deployCrdFiles, theOne } from "../support/deploy-manifests.ts";
+import { type KubeManifest, renderKustomization } from "../support/kustomize.ts";
+
+const overlayDir = join(repoRoot, "deploy-namespaced");
+const objects = renderKustomization(overlayDir);
+const cluster = useControlPlane({ crds: deployCrdFiles });
+
+const deployment = theOne<V1Deployment>(objects, "Deployment");
+const deploymentArgs = (deployment.spec?.template.spec?.containers[0]?.args ?? []).slice(1);
+const watched = readControllerOptions(deploymentArgs, {}).namespaces;
+const unwatched = "etcd-other";
+const serviceAccount = "system:serviceaccount:opstask-system:opstask";
+const druid = { group: "druid.gardener.cloud", version: "v1alpha1" } as const;
+
+const refusal = async (attempt: Promise<unknown>): Promise<{ code: number; message: string }> => {
+  try {
+    await attempt;
+  } catch (error) {
+    if (error instanceof ApiException) return { code: error.code, message: String(error.body) };
+    throw error;
+  }
+  return { code: 0, message: "admitted" };
+};
+
+const canonical = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(canonical)
+    : typeof value === "object" && value !== null
+      ? Object.fromEntries(
+          Object.entries(value)
+            .sort(([a], [b]) => a.localeCompare(b))
+            .map(([key, inner]) => [key, canonical(inner)]),
+        )
+      : value;
+
+const kubectl = (): string | undefined => {
+  try {
+    execFileSync("kubectl", ["version", "--client"], { stdio: "ignore", timeout: 10_000 });
+    return "kubectl";
+  } catch {
+    return undefined;
+  }
+};
+
+let admin: KubeConfig;
+let asController: KubeConfig;
+const stop = new AbortController();
+let served: Promise<"stopped" | "lost"> | undefined;
+const [first = "", second = ""] = watched;
+
+const createEtcd = (namespace: string, name: string, store: Record<string, unknown>) =>
+  admin.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    ...druid,
+    plural: "etcds",
+    namespace,
+    body: {
+      apiVersion: "druid.gardener.cloud/v1alpha1",
+      kind: "Etcd",
+      metadata: { name, namespace },
+      spec: { replicas: 1, labels: { app: name }, etcd: {}, backup: { store } },
+    },
+  });
+
+const createTask = (namespace: string, name: string, etcdName: string, config: Record<string, unknown>) =>
+  admin.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    ...druid,
+    plural: "etcdopstasks",
+    namespace,
+    body: {
+      apiVersion: "druid.gardener.cloud/v1alpha1",
+      kind: "EtcdOpsTask",
+      metadata: { name, namespace },
+      spec: { etcdName, ttlSecondsAfterFinished: 3600, config },
+    },
+  });
+
+const readTask = async (namespace: string, name: string) =>
+  (await admin
+    .makeApiClient(CustomObjectsApi)
+    .getNamespacedCustomObject({ ...druid, plural: "etcdopstasks", namespace, name })) as {
+    metadata: { finalizers?: string[] };
+    status?: { state?: string; lastErrors?: Array<{ code: string; description: string }> };
+  };
+
+const readJob = (namespace: string, name: string) =>
+  admin.makeApiClient(BatchV1Api).readNamespacedJob({ namespace, name });
+
+beforeAll(async () => {
+  const plane = cluster();
+  admin = plane.makeKubeConfig();
+  const core = admin.makeApiClient(CoreV1Api);
+  for (const name of [...watched, unwatched]) await core.createNamespace({ body: { metadata: { name } } });
+  await applyManifests(admin, objects);
+  asController = plane.kubeConfigForToken(
+    await plane.serviceAccountToken("opstask-system", "opstask", { create: false, expirationSeconds: 3600 }),
+    serviceAccount,
+  );
+  // A cloud store and a Local one in a watched namespace; an Etcd and a Secret in another.
+  await createEtcd(first, "etcd-main", {
+    provider: "aws",
+    prefix: "shoot--a/etcd-main",
+    container: "bucket",
+    secretRef: { name: "etcd-backup" },
+  });
+  await createEtcd(first, "etcd-local", { provider: "Local", prefix: "etcd-local", container: "bucket" });
+  await core.createNamespacedSecret({
+    namespace: first,
+    body: { metadata: { name: "etcd-backup" }, stringData: { accessKeyID: "id", secretAccessKey: "key" } },
+  });
+  await createEtcd(unwatched, "etcd-main", {
+    provider: "aws",
+    prefix: "other",
+    secretRef: { name: "theirs" },
+  });
+  await core.createNamespacedSecret({
+    namespace: unwatched,
+    body: { metadata: { name: "theirs" }, stringData: { secretAccessKey: "not yours" } },
+  });
+  // The RBAC authorizer reads bindings from a cache: wait until the RoleBinding is in effect.
+  const controllerCore = asController.makeApiClient(CoreV1Api);
+  await vi.waitFor(() => controllerCore.readNamespacedSecret({ namespace: first, name: "etcd-backup" }), {
+    timeout: 10_000,
+    interval: 100,
+  });
+  const args = [...deploymentArgs, "--metrics-address=0", "--probe-address=0", "--log-level=error"];
+  served = serveController(asController, readControllerOptions(args, {}), stop.signal);
+}, 120_000);
+
+afterAll(async () => {
+  stop.abort();
+  await served;
+}, 60_000);
+
+describe("deploy-namespaced/", () => {
+  it("renders as kustomize renders it", () => {
+    const binary = kubectl();
+    if (binary === undefined) {
+      process.stdout.write("deploy-namespaced: kubectl not on PATH; rendering not compared with kustomize\n");
+      return;
+    }
+    const rendered = execFileSync(binary, ["kustomize", overlayDir], { encoding: "utf8", timeout: 60_000 });
+    const theirs = parseAllDocuments(rendered).map((document) => document.toJS() as KubeManifest);
+    const key = (o: KubeManifest) => JSON.stringify(canonical(o));
+    expect(theirs.map(key).sort()).toEqual(objects.map(key).sort());
+  });
+
+  it("binds the task rules in each watched namespace only, and starts the controller for exactly those", () => {
+    expect(watched.length).toBeGreaterThanOrEqual(2);
+    expect(objects.some((o) => o.kind === "ClusterRoleBinding" && o.metadata.name === "opstask")).toBe(false);
+    const bindings = objects.filter((o) => o.kind === "RoleBinding" && o.metadata.name === "opstask");
+    expect(bindings.map((b) => b.metadata.namespace).sort()).toEqual([...watched].sort());
+    for (const binding of bindings as unknown as V1RoleBinding[]) {
+      expect(binding.roleRef).toEqual({
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: "opstask",
+      });
+      expect(binding.subjects).toEqual([
+        { kind: "ServiceAccount", name: "opstask", namespace: "opstask-system" },
+      ]);
+    }
+  });
+
+  it("runs a compaction task in a watched namespace to Succeeded; its Job passes the policy", async () => {
+    await createTask(first, "compact-a", "etcd-main", {
+      onDemandSnapshotCompaction: { timeoutSeconds: 600 },
+    });
+    const job = await vi.waitFor(() => readJob(first, "compact-a-compact"), {
+      timeout: 30_000,
+      interval: 200,
+    });
+    expect(job.spec?.template.spec?.containers[0]?.image).toBe(DefaultCompactionImage);
+    // The Job controller's part (none runs here): the pod succeeded.
+    const now = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const done = {
+      status: "True",
+      reason: "CompletionsReached",
+      lastProbeTime: now,
+      lastTransitionTime: now,
+    };
+    job.status = {
+      startTime: new Date(now.getTime() - 60_000),
+      completionTime: now,
+      succeeded: 1,
+      conditions: [
+        { type: "SuccessCriteriaMet", ...done },
+        { type: "Complete", ...done },
+      ],
+    };
+    await admin
+      .makeApiClient(BatchV1Api)
+      .replaceNamespacedJobStatus({ namespace: first, name: "compact-a-compact", body: job });
+    await vi.waitFor(
+      async () => expect((await readTask(first, "compact-a")).status?.state).toBe("Succeeded"),
+      {
+        timeout: 30_000,
+        interval: 200,
+      },
+    );
+    // Deleting the task cleans up its Job through the same ServiceAccount.
+    await admin.makeApiClient(CustomObjectsApi).deleteNamespacedCustomObject({
+      ...druid,
+      plural: "etcdopstasks",
+      namespace: first,
+      name: "compact-a",
+    });
+    await vi.waitFor(
+      async () => expect((await refusal(readJob(first, "compact-a-compact"))).code).toBe(404),
+      { timeout: 30_000, interval: 200 },
+    );
+  });
+
+  it("leaves a task in a namespace it does not watch alone", async () => {
+    await createTask(unwatched, "compact-other", "etcd-main", { onDemandSnapshotCompaction: {} });
+    // A task in a watched namespace created after it is handled: the controller is not just slow.
+    await createTask(second, "compact-b", "etcd-missing", { onDemandSnapshotCompaction: {} });
+    await vi.waitFor(
+      async () => expect((await readTask(second, "compact-b")).status?.state).toBe("Rejected"),
+      {
+        timeout: 30_000,
+        interval: 200,
+      },
+    );
+    const other = await readTask(unwatched, "compact-other");
+    expect(other.status).toBeUndefined();
+    expect(other.metadata.finalizers ?? []).toEqual([]);
+  });
+
+  it("cannot read Secrets, nor Etcds, nor create Jobs in a namespace it does not watch", async () => {
+    const core = asController.makeApiClient(CoreV1Api);
+    expect((await core.readNamespacedSecret({ namespace: first, name: "etcd-backup" })).metadata?.name).toBe(
+      "etcd-backup",
+    );
+    expect((await refusal(core.readNamespacedSecret({ namespace: unwatched, name: "theirs" }))).code).toBe(
+      403,
+    );
+    expect(
+      (
+        await refusal(
+          asController.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+            ...druid,
+            plural: "etcds",
+            namespace: unwatched,
+            name: "etcd-main",
+          }),
+        )
+      ).code,
+    ).toBe(403);
+    const authz = asController.makeApiClient(AuthorizationV1Api);
+    const allowed = async (verb: string, group: string, resource: string, namespace: string) =>
+      (
+        await authz.createSelfSubjectAccessReview({
+          body: { spec: { resourceAttributes: { verb, group, resource, namespace } } },
+        })
+      ).status?.allowed === true;
+    expect(await allowed("get", "", "secrets", second)).toBe(true);
+    expect(await allowed("get", "", "secrets", unwatched)).toBe(false);
+    expect(await allowed("get", "", "secrets", "kube-system")).toBe(false);
+    expect(await allowed("create", "batch", "jobs", unwatched)).toBe(false);
+    expect(await allowed("list", druid.group, "etcdopstasks", "")).toBe(false);
+    expect(await allowed("list", druid.group, "etcdopstasks", first)).toBe(true);
+  });
+});
+
+/** The real Job as a new one to create: server-set fields (UID, selector, controller labels) removed. */
+const cloneJob = (
+  job: V1Job,
+  name: string,
+  change: (pod: V1PodSpec, job: V1Job) => void = () => {},
+): V1Job => {
+  const generated = [
+    "controller-uid",
+    "batch.kubernetes.io/controller-uid",
+    "job-name",
+    "batch.kubernetes.io/job-name",
+  ];
+  const copy = structuredClone(job);
+  const spec = copy.spec;
+  if (spec === undefined) throw new Error("the Job has no spec");
+  for (const label of generated) delete spec.template.metadata?.labels?.[label];
+  delete spec.selector;
+  const body: V1Job = {
+    apiVersion: "batch/v1",
+    kind: "Job",
+    metadata: {
+      name,
+      namespace: copy.metadata?.namespace ?? "",
+      labels: copy.metadata?.labels ?? {},
+      ownerReferences: copy.metadata?.ownerReferences ?? [],
+    },
+    spec,
+  };
+  if (spec.template.spec !== undefined) change(spec.template.spec, body);
+  return body;
+};
+
+const container = (pod: V1PodSpec): V1Container => {
+  const found = pod.containers[0];
+  if (found === undefined) throw new Error("no container");
+  return found;
+};
+
+describe("the compaction Job policy (deploy/compaction-job-policy.yaml)", () => {
+  const namespace = first;
+  let cloudJob: V1Job;
+  let localJob: V1Job;
+
+  /** A dry-run create: admission (the policy included) runs, nothing is stored. */
+  const create = (kc: KubeConfig, job: V1Job) =>
+    refusal(kc.makeApiClient(BatchV1Api).createNamespacedJob({ namespace, body: job, dryRun: "All" }));
+
+  beforeAll(async () => {
+    await createEtcd(namespace, "etcd-second", {
+      provider: "aws",
+      prefix: "second",
+      secretRef: { name: "etcd-backup" },
+    });
+    const custom = admin.makeApiClient(CustomObjectsApi);
+    for (const [name, etcdName] of [
+      ["compact-cloud", "etcd-main"],
+      ["compact-local", "etcd-local"],
+    ] as const)
+      await custom.createNamespacedCustomObject({
+        ...druid,
+        plural: "etcdopstasks",
+        namespace,
+        body: {
+          apiVersion: "druid.gardener.cloud/v1alpha1",
+          kind: "EtcdOpsTask",
+          metadata: { name, namespace },
+          spec: { etcdName, config: { onDemandSnapshotCompaction: { timeoutSeconds: 900 } } },
+        },
+      });
+    const batch = admin.makeApiClient(BatchV1Api);
+    // Created by the real controller of the describe block above, as the ServiceAccount.
+    [cloudJob, localJob] = await vi.waitFor(
+      () =>
+        Promise.all([
+          batch.readNamespacedJob({ namespace, name: "compact-cloud-compact" }),
+          batch.readNamespacedJob({ namespace, name: "compact-local-compact" }),
+        ]),
+      { timeout: 30_000, interval: 200 },
+    );
+  }, 60_000);
+
+  it("is served by this kube-apiserver (1.30 or later: admissionregistration.k8s.io/v1)", async () => {
+    const version = await admin.makeApiClient(VersionApi).getCode();
+    expect(Number(version.major) * 100 + Number.parseInt(version.minor, 10)).toBeGreaterThanOrEqual(130);
+    const resources = await admin.makeApiClient(AdmissionregistrationV1Api).getAPIResources();
+    expect(resources.resources.map((r) => r.name)).toEqual(
+      expect.arrayContaining(["validatingadmissionpolicies", "validatingadmissionpolicybindings"]),
+    );
+    // Its status (type-checking warnings) is written by kube-controller-manager, which does not run
+    // here; that the policy is evaluated is what the refusals below show.
+  });
+
+  it("lists the controller's default compaction image among the allowed ones", async () => {
+    const config = await admin
+      .makeApiClient(CoreV1Api)
+      .readNamespacedConfigMap({ namespace: "opstask-system", name: "opstask-compaction-job-policy" });
+    const images = (config.data?.images ?? "").split("\n").map((line) => line.trim());
+    expect(images).toContain(DefaultCompactionImage);
+  });
+
+  it("admits the Jobs the handler builds, for a cloud and for a Local store", async () => {
+    expect(localJob.spec?.template.spec?.volumes?.some((v) => v.hostPath !== undefined)).toBe(true);
+    expect(await create(asController, cloneJob(cloudJob, "again-compact"))).toEqual({
+      code: 0,
+      message: "admitted",
+    });
+    expect(await create(asController, cloneJob(localJob, "again-local-compact"))).toEqual({
+      code: 0,
+      message: "admitted",
+    });
+  });
+
+  const securityContext = (pod: V1PodSpec, change: Record<string, unknown>) => {
+    container(pod).securityContext = { ...container(pod).securityContext, ...change };
+  };
+  const variants: Array<[string, (pod: V1PodSpec, job: V1Job) => void, RegExp]> = [
+    [
+      "another image",
+      (pod) => {
+        container(pod).image = "attacker.example/tools:latest";
+      },
+      /is not one the opstask controller may run/,
+    ],
+    [
+      "a privileged container",
+      (pod) => securityContext(pod, { privileged: true, allowPrivilegeEscalation: true }),
+      /must not be privileged/,
+    ],
+    [
+      "privilege escalation",
+      (pod) => securityContext(pod, { allowPrivilegeEscalation: true }),
+      /privilege escalation/,
+    ],
+    [
+      "an added capability",
+      (pod) => securityContext(pod, { capabilities: { drop: ["ALL"], add: ["SYS_ADMIN"] } }),
+      /add none/,
+    ],
+    ["root", (pod) => securityContext(pod, { runAsNonRoot: false, runAsUser: 0 }), /non-root/],
+    [
+      "the host's network",
+      (pod) => {
+        pod.hostNetwork = true;
+      },
+      /host's network/,
+    ],
+    [
+      "a node of its choosing",
+      (pod) => {
+        pod.nodeName = "control-plane-1";
+      },
+      /pick its node/,
+    ],
+    [
+      "the host's root filesystem",
+      (pod) => {
+        pod.volumes = [...(pod.volumes ?? []), { name: "root", hostPath: { path: "/" } }];
+      },
+      /may mount only/,
+    ],
+    [
+      // (a path with `..` is refused by the API's own validation before the policy runs)
+      "a path beside the store's",
+      (pod) => {
+        pod.volumes = [
+          ...(pod.volumes ?? []),
+          { name: "up", hostPath: { path: "/etc/gardener/local-backupbuckets-not/root" } },
+        ];
+      },
+      /may mount only/,
+    ],
+    [
+      "a ServiceAccount token",
+      (pod) => {
+        pod.automountServiceAccountToken = true;
+      },
+      /no ServiceAccount token/,
+    ],
+    [
+      "a ServiceAccount of its own",
+      (pod) => {
+        pod.serviceAccountName = "admin";
+      },
+      /no ServiceAccount of its own/,
+    ],
+    [
+      "another program",
+      (pod) => {
+        container(pod).command = ["sh", "-c", "cat /var/etcd-backup/*"];
+      },
+      /image's own entrypoint/,
+    ],
+    [
+      "a second container",
+      (pod) => {
+        pod.initContainers = [{ ...container(pod), name: "init" }];
+      },
+      /one container/,
+    ],
+    [
+      "no owner task",
+      (_pod, job) => {
+        job.metadata = { ...job.metadata, ownerReferences: [] };
+      },
+      /exactly one owner/,
+    ],
+    [
+      "another purpose",
+      (_pod, job) => {
+        job.metadata = {
+          ...job.metadata,
+          labels: { ...job.metadata?.labels, "app.kubernetes.io/component": "miner" },
+        };
+      },
+      /only snapshot-compaction Jobs/,
+    ],
+    [
+      "an endless deadline",
+      (_pod, job) => {
+        if (job.spec !== undefined) job.spec.activeDeadlineSeconds = 2_000_000_000;
+      },
+      /activeDeadlineSeconds of at most/,
+    ],
+  ];
+
+  it.each(variants)(
+    "refuses, from the controller's ServiceAccount, a Job with %s",
+    async (_what, change, message) => {
+      const refused = await create(asController, cloneJob(localJob, "variant-compact", change));
+      expect(refused.code).toBe(403);
+      expect(refused.message).toMatch(/ValidatingAdmissionPolicy 'opstask-compaction-jobs'/);
+      expect(refused.message).toMatch(message);
+    },
+  );
+
+  it("refuses a task author's image when the controller creates its Job", async () => {
+    await admin.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+      ...druid,
+      plural: "etcdopstasks",
+      namespace,
+      body: {
+        apiVersion: "druid.gardener.cloud/v1alpha1",
+        kind: "EtcdOpsTask",
+        metadata: { name: "compact-evil", namespace },
+        spec: {
+          etcdName: "etcd-second",
+          config: { onDemandSnapshotCompaction: { image: "attacker.example/etcdbrctl:reads-all-backups" } },
+        },
+      },
+    });
+    const errors = await vi.waitFor(
+      async () => {
+        const task = (await admin.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+          ...druid,
+          plural: "etcdopstasks",
+          namespace,
+          name: "compact-evil",
+        })) as { status?: { lastErrors?: Array<{ code: string; description: string }> } };
+        const found = task.status?.lastErrors ?? [];
+        expect(found.length).toBeGreaterThan(0);
+        return found;
+      },
+      { timeout: 30_000, interval: 200 },
+    );
+    expect(errors[0]?.code).toBe("ERR_CREATE_JOB");
+    expect(JSON.stringify(errors)).toMatch(/is not one the opstask controller may run/);
+    expect(
+      (
+        await refusal(
+          admin.makeApiClient(BatchV1Api).readNamespacedJob({ namespace, name: "compact-evil-compact" }),
+        )
+      ).code,
+    ).toBe(404);
+  });
+
+  it("lets the ServiceAccount delete compaction Jobs only", async () => {
+    const batch = admin.makeApiClient(BatchV1Api);
+    await batch.createNamespacedJob({
+      namespace,
+      body: {
+        metadata: { name: "payroll", namespace },
+        spec: {
+          template: {
+            spec: { restartPolicy: "Never", containers: [{ name: "run", image: "payroll:1" }] },
+          },
+        },
+      },
+    });
+    const deleteAs = (kc: KubeConfig, name: string) =>
+      refusal(kc.makeApiClient(BatchV1Api).deleteNamespacedJob({ namespace, name, dryRun: "All" }));
+    const refused = await deleteAs(asController, "payroll");
+    expect(refused.code).toBe(403);
+    expect(refused.message).toMatch(/ValidatingAdmissionPolicy 'opstask-compaction-job-deletes'/);
+    expect((await deleteAs(asController, "compact-cloud-compact")).code).toBe(0);
+    expect((await deleteAs(admin, "payroll")).code).toBe(0);
+  });
+
+  it("does not judge other users' Jobs", async () => {
+    const privileged = cloneJob(localJob, "admin-compact", (pod) => {
+      container(pod).securityContext = { privileged: true };
+      container(pod).image = "busybox";
+    });
+    expect(await create(admin, privileged)).toEqual({ code: 0, message: "admitted" });
+  });
+});
