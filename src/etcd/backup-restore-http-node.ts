@@ -13,6 +13,7 @@ import { request as httpsRequest, type RequestOptions } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
+import { timerDelayMs } from "../runtime/timer-limit.ts";
 import {
   BackupRestoreHttp,
   type BackupRestoreHttpShape,
@@ -172,7 +173,7 @@ const open = (request: BackupRestoreRequest, target: Target): Exchange => {
     const error = new Error("request timed out");
     res?.destroy(error);
     req.destroy(error);
-  }, request.timeoutMs);
+  }, timerDelayMs(request.timeoutMs));
   return {
     response,
     readBody,
