@@ -6,6 +6,10 @@
 import * as Data from "effect/Data";
 import * as SchemaIssue from "effect/SchemaIssue";
 import type { ObjectMeta } from "./meta.ts";
+import { capText } from "./text-cap.ts";
+
+/** The longest line of a decode error (a path and what is wrong there, with an echo of the value). */
+export const MaxDecodeLineLength = 300;
 
 const identifier = /^[A-Za-z_$][A-Za-z0-9_$-]*$/;
 
@@ -39,7 +43,8 @@ export const formatDecodeError = (issue: SchemaIssue.Issue): ReadonlyArray<strin
     const where = formatPath(
       (path ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment)),
     );
-    return `${where === "" ? "(root)" : where}: ${lowerFirst(message)}`;
+    // The message may echo the offending value whole: a line stays short enough to read.
+    return capText(`${where === "" ? "(root)" : where}: ${lowerFirst(message)}`, MaxDecodeLineLength);
   });
   return [...new Set(lines)];
 };

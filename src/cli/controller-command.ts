@@ -13,7 +13,7 @@ import * as Logger from "effect/Logger";
 import * as References from "effect/References";
 import * as Scope from "effect/Scope";
 import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
-import { etcdHandlerLayer, etcdHandlers } from "../etcd/registry.ts";
+import { etcdHandlerLayer, makeEtcdHandlers } from "../etcd/registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
@@ -100,12 +100,16 @@ export const serveController = async (
           : undefined,
     }),
   ];
+  // The operator's image policy reaches the compaction handler as configuration, never from a task.
+  const handlers = makeEtcdHandlers({
+    compaction: { defaultImage: options.compactionImage, allowedImages: options.compactionAllowedImages },
+  });
   const controllers = Effect.gen(function* () {
     for (const namespace of namespaces) {
       const handle = yield* runController({
         observer,
         kind: board?.kind ?? etcdOpsTaskKind,
-        handlers: board?.handlers(etcdHandlers) ?? etcdHandlers,
+        handlers: board?.handlers(handlers) ?? handlers,
         config,
         kubeConfig,
         concurrency: options.concurrency,

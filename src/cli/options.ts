@@ -6,6 +6,8 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
+import { isImageReference } from "../etcd/on-demand-snapshot-compaction/image-policy.ts";
+import { DefaultCompactionImage } from "../etcd/on-demand-snapshot-compaction/job-spec.ts";
 
 export type Source = "flag" | "env" | "config" | "default";
 
@@ -139,6 +141,23 @@ export const controllerOptionSpecs = {
       return rules.every((r) => r !== undefined) ? (rules as ResolveRule[]) : undefined;
     },
   } satisfies Spec<ResolveRule[]>,
+  compactionImage: {
+    flag: "compaction-image",
+    env: "OPSTASK_COMPACTION_IMAGE",
+    help: "etcd-backup-restore image of snapshot compaction Jobs (pin it by digest)",
+    accepts: "an image reference such as registry/etcdbrctl:v0.43.0@sha256:<digest>",
+    fallback: DefaultCompactionImage,
+    parse: (raw: string) => (isImageReference(raw) ? raw : undefined),
+  } satisfies Spec<string>,
+  compactionAllowedImages: {
+    flag: "compaction-allowed-images",
+    env: "OPSTASK_COMPACTION_ALLOWED_IMAGES",
+    help: "further images a task may name in onDemandSnapshotCompaction.image, repeatable (default: none)",
+    accepts: "image references, comma-separated",
+    multiple: true,
+    fallback: [] as string[],
+    parse: (raw: string) => (raw.split(",").every(isImageReference) ? raw.split(",") : undefined),
+  } satisfies Spec<string[]>,
   metricsAddress: {
     flag: "metrics-address",
     env: "OPSTASK_METRICS_ADDRESS",

@@ -13,6 +13,7 @@ import { request as httpsRequest, type RequestOptions } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
+import { timerDelayMs } from "../runtime/timer-limit.ts";
 import {
   BackupRestoreHttp,
   type BackupRestoreHttpShape,
@@ -94,6 +95,12 @@ const targetOf = (
     return { url, secure, port, lookup: override === undefined ? undefined : fixedLookup(override.address) };
   });
 
+/**
+ * The most of a response body that is read: a delta snapshot's answer is a small JSON document (or
+ * `null`); a server that sends more is not backup-restore, and the controller's memory is not its to fill.
+ */
+export const MaxResponseBodyBytes = 64 * 1024;
+
 /** One request in flight; `close` releases it whatever its state. */
 interface Exchange {
   readonly response: Promise<IncomingMessage>;
@@ -157,7 +164,20 @@ const open = (request: BackupRestoreRequest, target: Target): Exchange => {
       if (incoming === undefined) return reject(invalid("no response to read"));
       if (incoming.destroyed) return reject(bodyError(responseError ?? new Error("response closed")));
       const chunks: Buffer[] = [];
-      incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
+      let received = 0;
+      incoming.on("data", (chunk: Buffer) => {
+        received += chunk.length;
+        if (received > MaxResponseBodyBytes) {
+          const error = new HttpError({
+            reason: "Transport",
+            message: `Post "${request.url}": response body larger than ${MaxResponseBodyBytes} bytes`,
+          });
+          reject(error);
+          incoming.destroy(error);
+          return;
+        }
+        chunks.push(chunk);
+      });
       incoming.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
       incoming.on("error", (error) => reject(bodyError(error)));
       incoming.on("close", () => {
@@ -172,7 +192,7 @@ const open = (request: BackupRestoreRequest, target: Target): Exchange => {
     const error = new Error("request timed out");
     res?.destroy(error);
     req.destroy(error);
-  }, request.timeoutMs);
+  }, timerDelayMs(request.timeoutMs));
   return {
     response,
     readBody,

@@ -26,6 +26,7 @@ import * as Result from "effect/Result";
 import * as Schema from "effect/Schema";
 import * as SchemaParser from "effect/SchemaParser";
 import { formatDecodeError } from "../api/decode-error.ts";
+import { timerDelayMs } from "../runtime/timer-limit.ts";
 import type { ResolveOverride } from "./backup-restore-http-node.ts";
 
 // --- dial overrides ---------------------------------------------------------------------------------
@@ -317,7 +318,7 @@ const exchange = (call: Call): Effect.Effect<Answer, EtcdCallError> =>
     const timer = setTimeout(() => {
       timedOut = true;
       settle(() => fail("Timeout", headersSeen ? bodyTimeout : headersTimeout));
-    }, call.timeoutMs);
+    }, timerDelayMs(call.timeoutMs));
     try {
       req = (call.options.protocol === "https:" ? httpsRequest : httpRequest)(call.options);
     } catch (error) {

@@ -6,10 +6,12 @@ import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
 import * as Result from "effect/Result";
+import { capText, MaxEchoLength } from "../api/text-cap.ts";
 import { apiPath } from "../kube/api-path.ts";
 import { kubeRequest, type RequestSettings } from "../kube/client.ts";
 import type { KubeError } from "../kube/errors.ts";
 import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
+import { echo, isDns1123Label, LabelRule, subdomainProblem } from "../kube/names.ts";
 import { RequestCounter } from "../kube/request-metrics.ts";
 import { decodeEtcd, EtcdApiVersion } from "./api/etcd.ts";
 import { decodeSecret, decodeStatefulSet } from "./objects.ts";
@@ -56,25 +58,36 @@ const decoded = <A>(
 
 /**
  * An empty name would turn the GET into a LIST of the collection; no object has it, so it is NotFound
- * (what druid's cached client answers, contract §1.9).
+ * (what druid's cached client answers, contract §1.9). A name or namespace that is no valid object
+ * name would be read as another path (`e005/status` is e005's status subresource): no object has it
+ * either, so it is NotFound without a request, saying why.
  */
 const named = <A>(
   resource: Resource,
   namespace: string,
   name: string,
   read: () => Effect.Effect<A, ReadError>,
-): Effect.Effect<A, ReadError> =>
-  name === ""
-    ? Effect.fail(
+): Effect.Effect<A, ReadError> => {
+  const problem =
+    name === ""
+      ? notFoundMessage(resource, name)
+      : !isDns1123Label(namespace)
+        ? `${resource} in namespace ${echo(namespace)}: the namespace is not a valid name: expected ${LabelRule}`
+        : subdomainProblem(name) === undefined
+          ? undefined
+          : `${resource} ${subdomainProblem(name)}`;
+  return problem === undefined
+    ? read()
+    : Effect.fail(
         new ReadError({
           reason: "NotFound",
           resource,
-          namespace,
-          name,
-          message: notFoundMessage(resource, name),
+          namespace: capText(namespace, MaxEchoLength),
+          name: capText(name, MaxEchoLength),
+          message: problem,
         }),
-      )
-    : read();
+      );
+};
 
 export const makeKubernetesObjectReader = (options: KubernetesObjectReaderOptions): ObjectReaderShape => {
   const settings: RequestSettings = {

@@ -14,16 +14,30 @@ import { type EtcdGateway, nodeEtcdGatewayLayer } from "./etcd-client.ts";
 import { kubernetesObjectReaderLayer } from "./object-reader-kubernetes.ts";
 import { onDemandMaintenanceHandler } from "./on-demand-maintenance/handler.ts";
 import { onDemandSnapshotHandler } from "./on-demand-snapshot/handler.ts";
-import { onDemandSnapshotCompactionHandler } from "./on-demand-snapshot-compaction/handler.ts";
+import {
+  makeOnDemandSnapshotCompactionHandler,
+  type OnDemandSnapshotCompactionHandlerOptions,
+} from "./on-demand-snapshot-compaction/handler.ts";
 import type { BackupRestoreHttp, ObjectReader } from "./services.ts";
 
 export type EtcdHandlerServices = ObjectReader | BackupRestoreHttp | EtcdGateway | Jobs;
 
-export const etcdHandlers: HandlerRegistry<EtcdOpsTask, EtcdHandlerServices> = {
+/** What the controller's operator configures about the handlers (the compaction images, …). */
+export interface EtcdHandlerOptions {
+  readonly compaction?: OnDemandSnapshotCompactionHandlerOptions;
+}
+
+/** The handlers, configured (a task author cannot choose what the configuration fixes). */
+export const makeEtcdHandlers = (
+  options: EtcdHandlerOptions = {},
+): HandlerRegistry<EtcdOpsTask, EtcdHandlerServices> => ({
   onDemandSnapshot: onDemandSnapshotHandler,
   onDemandMaintenance: onDemandMaintenanceHandler,
-  onDemandSnapshotCompaction: onDemandSnapshotCompactionHandler,
-};
+  onDemandSnapshotCompaction: makeOnDemandSnapshotCompactionHandler(options.compaction),
+});
+
+/** The handlers with their defaults (the default compaction image, no other image allowed). */
+export const etcdHandlers: HandlerRegistry<EtcdOpsTask, EtcdHandlerServices> = makeEtcdHandlers();
 
 export interface EtcdHandlerLayerOptions {
   /** opstask's lean `KubeClient` (`loadKubeClient`) or a client-node `KubeConfig`. */

@@ -7,7 +7,13 @@ export interface ApiResource {
   readonly plural: string;
 }
 
-const segment = (value: string) => encodeURIComponent(value);
+/**
+ * Every segment is escaped, "." and ".." included (they would move the path up). Escaping keeps the
+ * path's shape on the wire only: the apiserver decodes escapes before routing, so a name from an
+ * untrusted source must be checked as an object name first (`names.ts`).
+ */
+const segment = (value: string) =>
+  value === "." || value === ".." ? value.replaceAll(".", "%2E") : encodeURIComponent(value);
 
 /** The collection (no name) or one object, optionally a subresource of it; all namespaces without one. */
 export const apiPath = (
@@ -17,9 +23,13 @@ export const apiPath = (
   subresource?: string,
 ): string => {
   const root =
-    resource.group === "" ? `/api/${resource.version}` : `/apis/${resource.group}/${resource.version}`;
+    resource.group === ""
+      ? `/api/${segment(resource.version)}`
+      : `/apis/${segment(resource.group)}/${segment(resource.version)}`;
   const scope = namespace === undefined ? "" : `/namespaces/${segment(namespace)}`;
   const object =
-    name === undefined ? "" : `/${segment(name)}${subresource === undefined ? "" : `/${subresource}`}`;
-  return `${root}${scope}/${resource.plural}${object}`;
+    name === undefined
+      ? ""
+      : `/${segment(name)}${subresource === undefined ? "" : `/${segment(subresource)}`}`;
+  return `${root}${scope}/${segment(resource.plural)}${object}`;
 };

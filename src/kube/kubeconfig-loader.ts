@@ -6,13 +6,18 @@
  * Read here without client-node (see kube-client.ts for why) for what a controller meets in practice:
  * the service account, bearer tokens (inline or file), client certificates, CA data or files,
  * insecure-skip-tls-verify, tls-server-name, basic auth, impersonation. A kubeconfig that needs more
- * (exec or auth-provider credentials, a proxy-url, several files in `$KUBECONFIG`) is handed to
- * client-node's `KubeConfig`, loaded only then, so nothing a user's kubeconfig does stops working.
+ * (exec or auth-provider credentials, several files in `$KUBECONFIG`) is handed to client-node's
+ * `KubeConfig`, loaded only then. A `proxy-url` is refused with an error naming it: neither client
+ * sends the controller's requests through a proxy, and ignoring it would send them (and their
+ * credentials) on a path the kubeconfig's author did not mean.
+ *
+ * A kubeconfig holds keys and tokens: an error about it names the file, the field or the line and
+ * column, never its content (a YAML parser's message quotes the offending line).
  */
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
-import { parse } from "yaml";
+import { parse, YAMLParseError } from "yaml";
 import { type Credentials, type KubeClient, type KubeClientSource, makeKubeClient } from "./kube-client.ts";
 import { kubeClientOf } from "./kube-client-node.ts";
 
@@ -72,17 +77,47 @@ const entry = (config: Fields, list: string, name: string | undefined, inner: st
   return undefined;
 };
 
-/** Needs client-node: credential plugins, auth providers, proxies. */
-const needsClientNode = (cluster: Fields, user: Fields | undefined): string | undefined => {
+/** Needs client-node: credential plugins, auth providers. */
+const needsClientNode = (user: Fields | undefined): string | undefined => {
   if (user?.exec !== undefined) return "users[].user.exec";
   if (user?.["auth-provider"] !== undefined) return "users[].user.auth-provider";
-  if (cluster["proxy-url"] !== undefined) return "clusters[].cluster.proxy-url";
   return undefined;
 };
 
+const proxyRefused = (where: string, clusterName: string | undefined): KubeconfigError =>
+  new KubeconfigError(
+    `${where}: clusters[${clusterName ?? ""}].cluster.proxy-url is set, but opstask connects to the API server ` +
+      "directly and does not use proxies; remove proxy-url and make the API server reachable directly",
+  );
+
+/** A YAML error without the parser's excerpt of the offending line (it may be key material). */
+const yamlProblem = (where: string, error: unknown): KubeconfigError => {
+  const position: unknown =
+    error instanceof YAMLParseError ? error.linePos?.[0] : Reflect.get(Object(error), "mark");
+  const line = Number(Reflect.get(Object(position), "line"));
+  const column = Number(Reflect.get(Object(position), "col") ?? Reflect.get(Object(position), "column"));
+  // js-yaml counts lines from 0, the yaml package from 1.
+  const at = Number.isFinite(line)
+    ? ` at line ${error instanceof YAMLParseError ? line : line + 1}${Number.isFinite(column) ? `, column ${error instanceof YAMLParseError ? column : column + 1}` : ""}`
+    : "";
+  return new KubeconfigError(
+    `${where}: not valid YAML${at} (the line is not shown: a kubeconfig holds keys); check it with \`kubectl config view\``,
+  );
+};
+
+const isYamlError = (error: unknown): boolean =>
+  error instanceof YAMLParseError ||
+  (error instanceof Error && (error.name === "YAMLException" || error.name === "YAMLParseError"));
+
 /** Server and credentials of a kubeconfig's current context, or undefined when client-node must read it. */
 export const kubeconfigSource = (source: string, path: string): KubeClientSource | undefined => {
-  const config = asFields(parse(source));
+  let document: unknown;
+  try {
+    document = parse(source);
+  } catch (error) {
+    throw yamlProblem(path, error);
+  }
+  const config = asFields(document);
   if (config === undefined) throw new KubeconfigError(`${path}: not a kubeconfig (expected a YAML mapping)`);
   const contextName = text(config, "current-context");
   if (contextName === undefined)
@@ -102,7 +137,8 @@ export const kubeconfigSource = (source: string, path: string): KubeClientSource
   const user = userName === undefined ? undefined : entry(config, "users", userName, "user");
   if (userName !== undefined && user === undefined)
     throw new KubeconfigError(`${path}: contexts[${contextName}].user "${userName}" is not in users[]`);
-  if (needsClientNode(cluster, user) !== undefined) return undefined;
+  if (cluster["proxy-url"] !== undefined) throw proxyRefused(path, clusterName);
+  if (needsClientNode(user) !== undefined) return undefined;
 
   const server = text(cluster, "server");
   if (server === undefined)
@@ -166,6 +202,13 @@ const viaClientNode = async (
   const kubeConfig = new KubeConfig();
   try {
     load(kubeConfig);
+  } catch (error) {
+    if (isYamlError(error)) throw yamlProblem(where, error);
+    throw new KubeconfigError(`${where}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const cluster = kubeConfig.getCurrentCluster();
+  if (cluster?.proxyUrl !== undefined && cluster.proxyUrl !== "") throw proxyRefused(where, cluster.name);
+  try {
     return kubeClientOf(kubeConfig);
   } catch (error) {
     throw new KubeconfigError(`${where}: ${error instanceof Error ? error.message : String(error)}`);

@@ -3,6 +3,7 @@
  * Writing is the `patchStatus` effect, which carries the difference to what is persisted.
  */
 import type { LastError, OperationState, OperationType, TaskState, TaskStatus } from "../api/status.ts";
+import { capText } from "../api/text-cap.ts";
 import { toWireTime } from "./time.ts";
 import type { TaskError } from "./types.ts";
 
@@ -31,17 +32,24 @@ export const withOperation = (
   now: number,
 ): TaskStatus => {
   const current = status.lastOperation;
+  // Texts come from handlers, which echo what authors and servers wrote: a status stays bounded.
+  const text = capText(description);
   // Rewriting the same operation only to bump its time would be a write that tells nobody anything.
-  if (current?.type === type && current.state === state && current.description === description) return status;
+  if (current?.type === type && current.state === state && current.description === text) return status;
   return {
     ...status,
-    lastOperation: { type, state, description, runID: runId, lastUpdateTime: toWireTime(now) },
+    lastOperation: { type, state, description: text, runID: runId, lastUpdateTime: toWireTime(now) },
   };
 };
 
-/** `[Operation: <type>, Code: <code>] message: <message>, cause: <cause>` (contract §1.6). */
+/**
+ * `[Operation: <type>, Code: <code>] message: <message>, cause: <cause>` (contract §1.6), at most
+ * `MaxStatusTextLength` characters: a cause that echoes a 10,000-character value is cut, saying so.
+ */
 export const describeError = (type: OperationType, error: TaskError): string =>
-  `[Operation: ${type}, Code: ${error.code}] message: ${error.message}, cause: ${error.cause}`;
+  capText(
+    `[Operation: ${type}, Code: ${capText(error.code, 100)}] message: ${capText(error.message, 300)}, cause: ${error.cause}`,
+  );
 
 /** Appends an error, keeping the newest `maxLastErrors`, oldest first. Errors are never cleared. */
 export const withError = (
@@ -51,7 +59,7 @@ export const withError = (
   now: number,
 ): TaskStatus => {
   const entry: LastError = {
-    code: error.code,
+    code: capText(error.code, 100),
     description: describeError(type, error),
     observedAt: toWireTime(now),
   };

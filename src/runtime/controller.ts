@@ -363,7 +363,8 @@ export const runController = <Task, R>(
           const finished = effect._tag === "PatchStatus" ? effect.patch.state : undefined;
           if (typeof finished === "string" && isTerminal(finished)) {
             const now = yield* Clock.currentTimeMillis;
-            observer.taskFinished({ ...running.labels, state: finished }, (now - running.createdAt) / 1000);
+            const seconds = (now - running.createdAt) / 1000;
+            observer.taskFinished({ ...running.labels, state: finished }, seconds, running.uid);
           }
           if (
             running.unpersisted !== undefined &&
@@ -407,7 +408,13 @@ export const runController = <Task, R>(
           uid: started.uid,
           runId,
           labels: {
-            type: facts.member === "" ? "invalid" : facts.member,
+            // A member without a handler is the author's text: one label value for all of them.
+            type:
+              facts.member === ""
+                ? "invalid"
+                : Object.hasOwn(handlers, facts.member)
+                  ? facts.member
+                  : "unsupported",
             etcd: facts.group ?? "",
             namespace,
           },
@@ -460,6 +467,7 @@ export const runController = <Task, R>(
             yield* cancelCall(key, object.metadata.uid);
           }
           if (change.type === "DELETED") {
+            observer.taskGone?.(object.metadata.uid);
             memory.forget(object.metadata.uid);
             released.delete(object.metadata.uid);
           }
@@ -488,6 +496,12 @@ export const runController = <Task, R>(
         ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
       });
       yield* groups.changes.pipe(
+        Stream.tap((change) =>
+          Effect.sync(() => {
+            if (change.type === "DELETED")
+              observer.groupGone?.(change.object.metadata.namespace, change.object.metadata.name);
+          }),
+        ),
         Stream.runForEach((change) =>
           Effect.forEach(
             groupFacts(`${change.object.metadata.namespace}/${change.object.metadata.name}`).filter(

@@ -4,6 +4,7 @@
  * - `opstask_task_duration_seconds` (histogram) and `opstask_tasks_total` (counter), labelled by task
  *   type, terminal state, etcd and namespace: the metrics etcd-druid's DEP-05 proposes
  *   (`etcddruid_operator_task_duration_seconds`, `etcddruid_operator_tasks_total`) under our prefix;
+ *   their label values are bounded and their series go with their tasks and Etcds (`metric-series.ts`);
  * - `opstask_reconcile_total{result}` and `opstask_reconcile_duration_seconds`: passes by how they ended;
  * - `opstask_workqueue_depth`, `…_in_flight`, `…_delayed`, `…_adds_total`, `…_wait_seconds_max`;
  * - `opstask_handler_calls_in_flight`;
@@ -14,21 +15,22 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { Pass } from "../reconcile/pass.ts";
+import { boundedLabels, type SeriesLabels, SeriesTracker } from "./metric-series.ts";
 import type { WorkQueueMetrics } from "./work-queue.ts";
 
-export interface TaskLabels {
-  readonly type: string;
-  readonly state: string;
-  readonly etcd: string;
-  readonly namespace: string;
-}
+export type TaskLabels = SeriesLabels;
 
 export type PassResult = "ended" | "aborted" | "gone";
 
 /** What the controller reports as it works; `noObserver` when nobody listens. */
 export interface ControllerObserver {
   readonly passEnded: (result: PassResult, seconds: number) => void;
-  readonly taskFinished: (labels: TaskLabels, seconds: number) => void;
+  /** `uid`: the task's, so that its series can go with it (`taskGone`). */
+  readonly taskFinished: (labels: TaskLabels, seconds: number, uid?: string) => void;
+  /** The task object is deleted. */
+  readonly taskGone?: (uid: string) => void;
+  /** An object of the admission groups' resource (an Etcd) is deleted. */
+  readonly groupGone?: (namespace: string, name: string) => void;
   /** The machine's steps in one pass and where it ended (for the Stately inspector and traces). */
   readonly passTransitions?: (
     task: { readonly key: string; readonly uid: string; readonly runId: string },
@@ -81,14 +83,29 @@ export const makeControllerMetrics = (prefix = "opstask_"): ControllerMetrics =>
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 300, 900],
     registers: [registry],
   });
+  // Task labels come from task authors: bounded, and removed with their tasks and Etcds.
+  const series = new SeriesTracker();
+  const removeSeries = (labels: TaskLabels): void => {
+    tasks.remove({ ...labels });
+    duration.remove({ ...labels });
+  };
   const observer: ControllerObserver = {
     passEnded: (result, seconds) => {
       passes.inc({ result });
       passSeconds.observe(seconds);
     },
-    taskFinished: (labels, seconds) => {
-      tasks.inc({ ...labels });
-      duration.observe({ ...labels }, seconds);
+    taskFinished: (labels, seconds, uid) => {
+      const bounded = boundedLabels(labels);
+      tasks.inc({ ...bounded });
+      duration.observe({ ...bounded }, seconds);
+      if (uid !== undefined) series.counted(uid, bounded);
+    },
+    taskGone: (uid) => {
+      const gone = series.taskGone(uid);
+      if (gone !== undefined) removeSeries(gone);
+    },
+    groupGone: (namespace, name) => {
+      for (const gone of series.etcdGone(namespace, name)) removeSeries(gone);
     },
   };
   const attach = (sources: MetricSources): void => {

@@ -27,6 +27,7 @@ import * as Queue from "effect/Queue";
 import * as Result from "effect/Result";
 import type * as Scope from "effect/Scope";
 import { DueTimes } from "./due-times.ts";
+import { timerDelayMs } from "./timer-limit.ts";
 
 export interface WorkQueueOptions<E, R> {
   /** Workers, i.e. keys processed at once (at least 1). */
@@ -154,7 +155,7 @@ export const makeWorkQueue = <E, R>(
         wakeAt = next ?? Number.POSITIVE_INFINITY;
         yield* next === undefined
           ? Deferred.await(wake)
-          : Effect.raceFirst(Effect.sleep(next - now), Deferred.await(wake));
+          : Effect.raceFirst(Effect.sleep(timerDelayMs(next - now)), Deferred.await(wake));
       }
     });
 

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import {
   ApiException,
   BatchV1Api,
+  CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
   RbacAuthorizationV1Api,
@@ -143,7 +144,8 @@ describe("snapshot compaction Job on a real API server", () => {
     });
 
     const user = cluster().makeKubeConfig(controllerUser);
-    handler = makeOnDemandSnapshotCompactionHandler({ pollIntervalMs: 5000 });
+    // The image is the controller's configuration; the tasks name that same image, which is allowed.
+    handler = makeOnDemandSnapshotCompactionHandler({ pollIntervalMs: 5000, defaultImage: image });
     const layer = Layer.mergeAll(
       kubernetesObjectReaderLayer({ kubeConfig: user }),
       kubernetesJobsLayer({ kubeConfig: user }),
@@ -317,5 +319,35 @@ describe("snapshot compaction Job on a real API server", () => {
     expect(replaced.metadata?.ownerReferences?.[0]?.uid).toBe(second.metadata.uid);
     expect(await jobsOf(second)).toHaveLength(1);
     expect(await run("cleanup", second)).toMatchObject({ kind: "completed" });
+  });
+
+  it("the Job's pod is admitted where the restricted Pod Security level is enforced (finding 9)", async () => {
+    const task = await createTask("compact-restricted");
+    await run("execute", task);
+    const template = (await readJob(task)).spec?.template;
+    if (template?.spec === undefined) throw new Error("no pod template");
+    const core = admin.makeApiClient(CoreV1Api);
+    const restricted = await createTestNamespace(admin, "restricted");
+    await core.patchNamespace({
+      name: restricted,
+      body: [
+        {
+          op: "add",
+          path: "/metadata/labels/pod-security.kubernetes.io~1enforce",
+          value: "restricted",
+        },
+      ],
+    });
+    // What the Job controller would create, checked by the apiserver's PodSecurity admission.
+    const pod = await core.createNamespacedPod({
+      namespace: restricted,
+      dryRun: "All",
+      body: {
+        metadata: { name: "compact-restricted-pod", namespace: restricted },
+        spec: template.spec,
+      },
+    });
+    expect(pod.spec?.securityContext?.runAsNonRoot).toBe(true);
+    expect(await run("cleanup", task)).toMatchObject({ kind: "completed" });
   });
 });

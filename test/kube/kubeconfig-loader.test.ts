@@ -89,11 +89,10 @@ describe("kubeconfigSource", () => {
     });
   });
 
-  it("leaves exec plugins, auth providers and proxies to client-node", () => {
+  it("leaves exec plugins and auth providers to client-node", () => {
     const path = join(dir, "config");
     expect(kubeconfigSource(kubeconfig({}, { exec: { command: "aws" } }), path)).toBeUndefined();
     expect(kubeconfigSource(kubeconfig({}, { "auth-provider": { name: "oidc" } }), path)).toBeUndefined();
-    expect(kubeconfigSource(kubeconfig({ "proxy-url": "http://proxy:3128" }, {}), path)).toBeUndefined();
   });
 
   it("names the field that is wrong", () => {

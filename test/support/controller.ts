@@ -12,6 +12,7 @@ import { RequestCounter } from "../../src/kube/request-metrics.ts";
 import type { LifecycleConfig, Phase, PhaseOutcome } from "../../src/machine/types.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
 import { type ControllerHandle, runController } from "../../src/runtime/controller.ts";
+import type { ControllerObserver } from "../../src/runtime/metrics.ts";
 
 /** What a scripted handler does on one call. */
 export type Step = { readonly outcome: PhaseOutcome } | { readonly hang: true } | { readonly throws: string };
@@ -86,6 +87,7 @@ export const startControllerWith = async <R>(
   services: Layer.Layer<R>,
   overrides: Partial<LifecycleConfig> = {},
   namespace?: string,
+  observer?: ControllerObserver,
 ): Promise<RunningController> => {
   const scope = Scope.makeUnsafe();
   const counter = new RequestCounter();
@@ -103,6 +105,7 @@ export const startControllerWith = async <R>(
     counter,
     groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
     ...(namespace === undefined ? {} : { namespace }),
+    ...(observer === undefined ? {} : { observer }),
   }).pipe(
     Effect.tap((handle) => handle.synced),
     Effect.provide(layer),

@@ -2,6 +2,7 @@
 import * as Result from "effect/Result";
 import * as SchemaParser from "effect/SchemaParser";
 import { TaskStatusSchema } from "../../api/status-schema.ts";
+import { isDns1123Subdomain } from "../../kube/names.ts";
 import type { TaskKind } from "../../reconcile/task-kind.ts";
 import {
   decodeEtcdOpsTask,
@@ -46,8 +47,13 @@ export const etcdOpsTaskKind: TaskKind<EtcdOpsTask> = {
   facts: (task) => ({
     metadata: task.metadata,
     ttlSeconds: task.spec.ttlSecondsAfterFinished,
-    // Druid keys duplicates on a non-nil etcdName; "" is a group of its own (contract §1.9).
-    ...(task.spec.etcdName === undefined ? {} : { group: task.spec.etcdName }),
+    // Druid keys duplicates on a non-nil etcdName; "" is a group of its own (contract §1.9). The key
+    // is the Etcd's identity, namespace/name (the handler checks the object it reads is that one): a
+    // string that is no object name ("e005/status") names no Etcd, joins no group and is Rejected.
+    ...(task.spec.etcdName === undefined ||
+    (task.spec.etcdName !== "" && !isDns1123Subdomain(task.spec.etcdName))
+      ? {}
+      : { group: task.spec.etcdName }),
     member: task.spec.config.kind === "unsupported" ? task.spec.config.member : task.spec.config.kind,
     status: task.status ?? {},
   }),

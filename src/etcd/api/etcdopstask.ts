@@ -12,6 +12,7 @@ import { ManifestMeta, ObjectMeta } from "../../api/meta.ts";
 import { type Assignable, int32WithDefault } from "../../api/schema-helpers.ts";
 import type { TaskStatus } from "../../api/status.ts";
 import { TaskStatusSchema } from "../../api/status-schema.ts";
+import { MaxSubdomainLength, SubdomainRule } from "../../kube/names.ts";
 import { type TaskConfig, TaskConfigSchema } from "./config/task-config.ts";
 
 export const Group = "druid.gardener.cloud";
@@ -59,12 +60,35 @@ export const EtcdOpsTaskSpecSchema = Schema.Struct({
   config: TaskConfigSchema,
 });
 
+/**
+ * A manifest a user writes (`opstask task create`) is checked more strictly than a stored task:
+ * `etcdName` must be empty or an object name. A stored task decodes whatever druid's CRD accepts
+ * there, so that the controller can Reject it (the handler refuses a non-name before any request)
+ * and delete it like any other.
+ */
+const ManifestSpecSchema = Schema.Struct({
+  ...EtcdOpsTaskSpecSchema.fields,
+  etcdName: Schema.optionalKey(
+    Schema.String.check(
+      Schema.isPattern(/^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, {
+        expected: `an Etcd name (${SubdomainRule})`,
+      }),
+      Schema.isMaxLength(MaxSubdomainLength),
+    ),
+  ),
+});
+
 // Items of a list response may lack apiVersion/kind; what is there must be right.
 const typeMeta = { apiVersion: withDefault(ApiVersion), kind: withDefault(Kind) };
 const body = { spec: EtcdOpsTaskSpecSchema, status: Schema.optionalKey(TaskStatusSchema) };
 
 export const EtcdOpsTaskSchema = Schema.Struct({ ...typeMeta, metadata: ObjectMeta, ...body });
-export const EtcdOpsTaskManifestSchema = Schema.Struct({ ...typeMeta, metadata: ManifestMeta, ...body });
+export const EtcdOpsTaskManifestSchema = Schema.Struct({
+  ...typeMeta,
+  metadata: ManifestMeta,
+  ...body,
+  spec: ManifestSpecSchema,
+});
 
 export type EtcdOpsTaskMatchesSchema = [
   Assignable<typeof EtcdOpsTaskSchema.Type, EtcdOpsTask>,

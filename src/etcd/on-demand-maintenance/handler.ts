@@ -75,7 +75,11 @@ export const makeOnDemandMaintenanceHandler = (
         const etcd = yield* maintainableEtcd(task);
         const clientTls = etcd.spec.etcd.clientUrlTls;
         const tls = clientTls === undefined ? undefined : yield* resolveEtcdClientTls(etcd, clientTls);
-        const report = yield* runMaintenance(clientEndpoint(etcd, timeoutMs(config), tls), planOf(config));
+        const report = yield* runMaintenance(
+          clientEndpoint(etcd, timeoutMs(config), tls),
+          planOf(config),
+          etcd,
+        );
         return completed(describeReport(report));
       }).pipe(
         Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),

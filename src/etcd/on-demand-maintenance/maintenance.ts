@@ -18,6 +18,7 @@
  */
 import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
+import type { Etcd } from "../api/etcd.ts";
 import { type EtcdCallError, type EtcdEndpoint, EtcdGateway, isCompactedError } from "../etcd-client.ts";
 import type { CompactionReport, DefragmentationReport, MaintenanceReport } from "./description.ts";
 import { defragmentPlan, targetLabel } from "./endpoint.ts";
@@ -123,7 +124,10 @@ const compact = (
   }).pipe(Effect.withSpan("OnDemandMaintenance.compact"));
 
 /** Defragments every voting member of the cluster behind `client`, one after the other. */
-const defragment = (client: EtcdEndpoint): Effect.Effect<DefragmentationReport, StepFailure, EtcdGateway> =>
+const defragment = (
+  client: EtcdEndpoint,
+  etcd: Etcd,
+): Effect.Effect<DefragmentationReport, StepFailure, EtcdGateway> =>
   Effect.gen(function* () {
     const gateway = yield* EtcdGateway;
     const memberListStep: Step = {
@@ -132,14 +136,15 @@ const defragment = (client: EtcdEndpoint): Effect.Effect<DefragmentationReport, 
       message: "failed to list etcd members",
     };
     const members = yield* gateway.memberList(client).pipe(Effect.mapError(callFailure(memberListStep)));
-    const plan = defragmentPlan(members, client);
+    const plan = defragmentPlan(members, client, etcd);
     if (Result.isFailure(plan)) {
-      // A member that has not started (or a cluster of learners) is a passing state: retry.
-      return yield* retry(
+      // A member that has not started (or a cluster of learners) is a passing state: retry. A member
+      // that advertises only URLs that are not the Etcd's own is never called.
+      return yield* (plan.failure.verdict === "retry" ? retry : failed)(
         MaintenanceTexts.memberList,
         ErrorCodes.memberList,
         memberListStep.message,
-        plan.failure,
+        plan.failure.reason,
       );
     }
     let dbSizeBefore = 0;
@@ -166,11 +171,12 @@ const defragment = (client: EtcdEndpoint): Effect.Effect<DefragmentationReport, 
 export const runMaintenance = (
   client: EtcdEndpoint,
   plan: MaintenancePlan,
+  etcd: Etcd,
 ): Effect.Effect<MaintenanceReport, StepFailure, EtcdGateway> =>
   Effect.gen(function* () {
     const compaction =
       plan.compaction === undefined ? undefined : yield* compact(client, plan.compaction.physical);
-    const defragmentation = plan.defragmentation ? yield* defragment(client) : undefined;
+    const defragmentation = plan.defragmentation ? yield* defragment(client, etcd) : undefined;
     return {
       ...(compaction === undefined ? {} : { compaction }),
       ...(defragmentation === undefined ? {} : { defragmentation }),

@@ -24,13 +24,8 @@ import type { EtcdOpsTask } from "../api/etcdopstask.ts";
 import { completed, outcomeOf, type StepFailure } from "../on-demand-snapshot/step-failure.ts";
 import type { ObjectReader } from "../services.ts";
 import { AdmissionTexts, compactionTarget } from "./admission.ts";
-import {
-  compactionJob,
-  compactionJobName,
-  DefaultCompactionImage,
-  isCompactionJobFor,
-  isJobOf,
-} from "./job-spec.ts";
+import { type CompactionImagePolicy, compactionImage, DefaultCompactionImagePolicy } from "./image-policy.ts";
+import { compactionJob, compactionJobName, isCompactionJobFor, isJobOf } from "./job-spec.ts";
 import { JobTexts, jobOutcome } from "./job-status.ts";
 import { ErrorCodes, failed, retry } from "./step-failure.ts";
 import { storePodParts } from "./store.ts";
@@ -47,6 +42,11 @@ export const CleanupTexts = {
 export interface OnDemandSnapshotCompactionHandlerOptions {
   /** The image when the task names none (`config.image`); default `DefaultCompactionImage`. */
   readonly defaultImage?: string;
+  /**
+   * Further images a task may name in `config.image`; any other image (the default aside) Rejects
+   * the task. Default: none, so a task may only name the default image.
+   */
+  readonly allowedImages?: ReadonlyArray<string>;
   /** How long to wait before looking at a running Job again; default 5 s. */
   readonly pollIntervalMs?: number;
 }
@@ -141,7 +141,13 @@ export const makeOnDemandSnapshotCompactionHandler = (
   options: OnDemandSnapshotCompactionHandlerOptions = {},
 ): OnDemandSnapshotCompactionHandler => {
   const pollIntervalMs = options.pollIntervalMs ?? DefaultPollIntervalMs;
-  const defaultImage = options.defaultImage ?? DefaultCompactionImage;
+  const images: CompactionImagePolicy = {
+    defaultImage: options.defaultImage ?? DefaultCompactionImagePolicy.defaultImage,
+    allowedImages: options.allowedImages ?? DefaultCompactionImagePolicy.allowedImages,
+  };
+  /** The task's image, checked against the controller's policy (Admit and before every create). */
+  const imageOf = (config: OnDemandSnapshotCompactionConfig): Effect.Effect<string, StepFailure> =>
+    Effect.fromResult(compactionImage(config.image, images));
   const waiting = (description: string): PhaseOutcome => ({
     kind: "retry",
     description,
@@ -155,13 +161,14 @@ export const makeOnDemandSnapshotCompactionHandler = (
     name: string,
   ): Effect.Effect<PhaseOutcome, StepFailure, ObjectReader | Jobs> =>
     Effect.gen(function* () {
+      const image = yield* imageOf(config);
       const target = yield* compactionTarget(task);
       const store = yield* storePodParts(target.etcd, target.store, target.provider);
       const manifest = compactionJob({
         task,
         target,
         store,
-        image: config.image ?? defaultImage,
+        image,
         timeoutSeconds: config.timeoutSeconds,
       });
       const created = yield* Effect.result(Jobs.use((jobs) => jobs.create(manifest)));
@@ -177,6 +184,7 @@ export const makeOnDemandSnapshotCompactionHandler = (
   return {
     admit: (task) =>
       compactionConfig(task).pipe(
+        Effect.flatMap(imageOf),
         Effect.andThen(compactionTarget(task)),
         Effect.as(completed(AdmissionTexts.admitPassed)),
         Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),

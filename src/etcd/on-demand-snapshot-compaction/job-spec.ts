@@ -10,7 +10,7 @@
  * with lease RBAC in the Job's pod; the sidecar's next full snapshot updates them anyway.
  */
 import { createHash } from "node:crypto";
-import type { V1Job } from "@kubernetes/client-node";
+import type { V1Job, V1PodSecurityContext, V1SecurityContext } from "@kubernetes/client-node";
 import type { JobInfo } from "../../handlers/jobs.ts";
 import { ApiVersion, type EtcdOpsTask, Kind } from "../api/etcdopstask.ts";
 import type { CompactionTarget } from "./admission.ts";
@@ -42,6 +42,42 @@ const NetworkLabels = {
   "networking.gardener.cloud/to-private-networks": "allowed",
   "networking.gardener.cloud/to-public-networks": "allowed",
 } as const;
+
+/**
+ * The pod meets the "restricted" Pod Security Standard (a namespace that enforces it admits the pod),
+ * except for a Local store's hostPath volume, which no level above "privileged" allows. The user is
+ * druid's non-root user of etcd pods (65532), so files it leaves in a Local store belong to the same
+ * user as the backup-restore sidecar's.
+ */
+export const NonRootUser = 65532;
+const podSecurityContext = (): V1PodSecurityContext => ({
+  runAsNonRoot: true,
+  runAsUser: NonRootUser,
+  runAsGroup: NonRootUser,
+  fsGroup: NonRootUser,
+  seccompProfile: { type: "RuntimeDefault" },
+});
+const containerSecurityContext = (): V1SecurityContext => ({
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  capabilities: { drop: ["ALL"] },
+});
+
+/**
+ * Requests as druid's compaction Job (600m, 3Gi); the memory limit bounds what one compaction may
+ * take from its node: etcd's recommended largest database (8 GiB) restored in a temporary etcd.
+ */
+export const CompactionResources = {
+  requests: { cpu: "600m", memory: "3Gi" },
+  limits: { memory: "8Gi" },
+} as const;
+
+/** The longest `activeDeadlineSeconds` the Job gets, whatever the task asks: one day. */
+export const MaxJobDeadlineSeconds = 86_400;
+
+/** etcdbrctl and the libraries it uses may write temporary files outside the workspace. */
+const TmpVolume = "tmp";
 
 const hashOf = (value: string): string => createHash("sha256").update(value).digest("hex").slice(0, 8);
 
@@ -125,13 +161,14 @@ export const compactionJob = ({ task, target, store, image, timeoutSeconds }: Co
       podFailurePolicy: {
         rules: [{ action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] }],
       },
-      activeDeadlineSeconds: timeoutSeconds,
+      activeDeadlineSeconds: Math.min(timeoutSeconds, MaxJobDeadlineSeconds),
       template: {
         metadata: { labels },
         spec: {
           restartPolicy: "Never",
           // etcdbrctl compact talks to the store only, never to the apiserver.
           automountServiceAccountToken: false,
+          securityContext: podSecurityContext(),
           containers: [
             {
               name: ContainerName,
@@ -139,20 +176,23 @@ export const compactionJob = ({ task, target, store, image, timeoutSeconds }: Co
               imagePullPolicy: "IfNotPresent",
               args: compactArgs(store.args),
               env: [...store.env],
-              volumeMounts: [{ name: WorkspaceVolume, mountPath: WorkspaceDir }, ...store.volumeMounts],
-              // The restricted Pod Security level's container settings (deploy/compaction-job-policy.yaml
-              // refuses a compaction Job without them). The user is distroless's `nonroot` (the etcdbrctl
-              // image's), given by number so that the kubelet need not trust the image's USER.
-              securityContext: {
-                allowPrivilegeEscalation: false,
-                runAsNonRoot: true,
-                runAsUser: 65532,
-                capabilities: { drop: ["ALL"] },
-                seccompProfile: { type: "RuntimeDefault" },
+              volumeMounts: [
+                { name: WorkspaceVolume, mountPath: WorkspaceDir },
+                { name: TmpVolume, mountPath: "/tmp" },
+                ...store.volumeMounts,
+              ],
+              resources: {
+                requests: { ...CompactionResources.requests },
+                limits: { ...CompactionResources.limits },
               },
+              securityContext: containerSecurityContext(),
             },
           ],
-          volumes: [{ name: WorkspaceVolume, emptyDir: {} }, ...store.volumes],
+          volumes: [
+            { name: WorkspaceVolume, emptyDir: {} },
+            { name: TmpVolume, emptyDir: {} },
+            ...store.volumes,
+          ],
         },
       },
     },

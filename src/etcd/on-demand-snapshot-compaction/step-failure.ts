@@ -17,6 +17,8 @@ export const ErrorCodes = {
   unsupportedStoreProvider: "ERR_UNSUPPORTED_STORE_PROVIDER",
   /** The Local provider's store secret (it holds the host path) could not be read. */
   getBackupSecret: "ERR_GET_BACKUP_SECRET",
+  /** The task names an image the controller does not allow (`spec.config.onDemandSnapshotCompaction.image`). */
+  imageNotAllowed: "ERR_COMPACTION_IMAGE_NOT_ALLOWED",
   createJob: "ERR_CREATE_JOB",
   getJob: "ERR_GET_JOB",
   deleteJob: "ERR_DELETE_JOB",

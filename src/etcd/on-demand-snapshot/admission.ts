@@ -4,6 +4,7 @@
  * lifecycle's. Admit and Execute share the texts; the lifecycle adds the operation (Admit/Execution).
  */
 import * as Effect from "effect/Effect";
+import { subdomainProblem } from "../../kube/names.ts";
 import { type Etcd, isReady, type StoreSpec } from "../api/etcd.ts";
 import type { EtcdOpsTask } from "../api/etcdopstask.ts";
 import { notFoundMessage, ObjectReader, ReadError, Resources } from "../services.ts";
@@ -30,6 +31,9 @@ const etcdReadFailure = (error: ReadError): StepFailure =>
 export const taskEtcd = (task: EtcdOpsTask): Effect.Effect<Etcd, StepFailure, ObjectReader> => {
   const namespace = task.metadata.namespace;
   const name = task.spec.etcdName ?? "";
+  const invalid = name === "" ? undefined : subdomainProblem(name);
+  // Not an object name: no request (it would address another path, `e005/status` e005's status).
+  if (invalid !== undefined) return Effect.fail(invalidEtcdName(invalid));
   const read: Effect.Effect<Etcd, ReadError, ObjectReader> =
     name === ""
       ? Effect.fail(
@@ -42,8 +46,30 @@ export const taskEtcd = (task: EtcdOpsTask): Effect.Effect<Etcd, StepFailure, Ob
           }),
         )
       : ObjectReader.use((reader) => reader.getEtcd(namespace, name));
-  return read.pipe(Effect.mapError(etcdReadFailure));
+  return read.pipe(
+    Effect.mapError(etcdReadFailure),
+    // The admission group is keyed on namespace/name: the object read must be that very object.
+    Effect.filterOrFail(
+      (etcd) => etcd.metadata.name === name && etcd.metadata.namespace === namespace,
+      (etcd) =>
+        failed(
+          AdmissionTexts.etcdNotFound,
+          ErrorCodes.getEtcd,
+          "etcd object not found",
+          `spec.etcdName: asked for ${namespace}/${name}, the API returned ${etcd.metadata.namespace}/${etcd.metadata.name}`,
+        ),
+    ),
+  );
 };
+
+/** Rejected like a missing Etcd (druid's code and texts), the cause naming the field and the rule. */
+const invalidEtcdName = (problem: string): StepFailure =>
+  failed(
+    AdmissionTexts.etcdNotFound,
+    ErrorCodes.getEtcd,
+    "etcd object not found",
+    `spec.etcdName: ${problem}`,
+  );
 
 /** The backup store (`spec.backup.store`, druid's "backup enabled"), or the failure that it is absent. */
 export const requireBackup = (etcd: Etcd): Effect.Effect<StoreSpec, StepFailure> => {

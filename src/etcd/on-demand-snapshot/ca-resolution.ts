@@ -8,9 +8,10 @@
  * 4. its key `tlsCASecretRef.dataKey` (default `bundle.crt`);
  * 5. the PEM certificates in it (blocks that do not parse are skipped, as Go's `AppendCertsFromPEM` does).
  *
- * Decision 8 (opstask): when the StatefulSet or the volume does not exist and `tlsCASecretRef.name` is
- * set, that secret is used instead (druid ignores the name and fails). A StatefulSet that exists but is
- * not controlled by the Etcd is still an error: its volumes say nothing about this Etcd.
+ * Decision 8 (opstask): when the StatefulSet does not exist, is not controlled by the Etcd, or has no
+ * such volume, and `tlsCASecretRef.name` is set, that secret is used instead (druid ignores the name and
+ * fails). A StatefulSet that is not the Etcd's is treated as missing: its volumes say nothing about this
+ * Etcd, so they are never read.
  */
 import { X509Certificate } from "node:crypto";
 import * as Effect from "effect/Effect";
@@ -74,7 +75,7 @@ const caSecretName = (etcd: Etcd, tls: TLSConfig): Effect.Effect<string, StepFai
           ? orFallback(tls, statefulSetNotOwned(etcd))
           : Effect.fail(getStatefulSetFailure(etcd)(error)),
       onSuccess: (statefulSet) => {
-        if (!isControlledBy(statefulSet, etcd)) return Effect.fail(statefulSetNotOwned(etcd));
+        if (!isControlledBy(statefulSet, etcd)) return orFallback(tls, statefulSetNotOwned(etcd));
         const volume = podVolumes(statefulSet).find(
           (candidate) => candidate.name === BackupRestoreCAVolume && candidate.secret !== undefined,
         );

@@ -3,12 +3,20 @@
  * single etcd does not give: etcd errors (final, or transient and retried), hangs, a malformed answer,
  * a bad `--resolve` rule, and a cluster of several members each defragmented at its own URL.
  */
+import { Result } from "effect";
 import { afterEach, describe, expect, it } from "vitest";
+import { decodeEtcd } from "../../../src/etcd/api/etcd.ts";
 import { defragmentPlan } from "../../../src/etcd/on-demand-maintenance/endpoint.ts";
 import { etcdError, type FakeGateway, ok, type Route, startFakeGateway } from "./fake-gateway.ts";
 import { etcdObject, host, run, taskOf, world } from "./support.ts";
 
 let fake: FakeGateway | undefined;
+const decodedEtcd = () => {
+  const decoded = decodeEtcd(etcdObject({ clientPort: 1 }));
+  if (Result.isFailure(decoded)) throw new Error(decoded.failure.message);
+  return decoded.success;
+};
+
 const serve = async (routes: Readonly<Record<string, Route>> = {}) => {
   fake = await startFakeGateway(routes);
   return fake;
@@ -260,16 +268,15 @@ describe("several members: each is defragmented at its own client URL, one at a 
       clientUrls: urls,
       isLearner,
     });
-    expect(defragmentPlan([member("a", ["http://a:1"])], client)).toEqual(
+    const noVoter = { verdict: "retry", reason: "the member list has no voting member" };
+    expect(defragmentPlan([member("a", ["http://a:1"])], client, decodedEtcd())).toEqual(
       expect.objectContaining({
         success: { targets: [{ member: member("a", ["http://a:1"]), endpoint: client }], learnersSkipped: 0 },
       }),
     );
-    expect(defragmentPlan([], client)).toEqual(
-      expect.objectContaining({ failure: "the member list has no voting member" }),
-    );
-    expect(defragmentPlan([member("l", ["http://l:1"], true)], client)).toEqual(
-      expect.objectContaining({ failure: "the member list has no voting member" }),
+    expect(defragmentPlan([], client, decodedEtcd())).toEqual(expect.objectContaining({ failure: noVoter }));
+    expect(defragmentPlan([member("l", ["http://l:1"], true)], client, decodedEtcd())).toEqual(
+      expect.objectContaining({ failure: noVoter }),
     );
   });
 });

@@ -34,17 +34,25 @@ const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** Runs Execute once and returns the Job it created. */
 const createdJob = async (
   store: StoreOptions,
-  options: { readonly image?: string; readonly timeoutSeconds?: number; readonly defaultImage?: string } = {},
+  options: {
+    readonly image?: string;
+    readonly timeoutSeconds?: number;
+    readonly defaultImage?: string;
+    readonly allowedImages?: ReadonlyArray<string>;
+  } = {},
   secrets: ReadonlyArray<Record<string, unknown>> = [],
 ): Promise<V1Job> => {
   const jobs = new MemoryJobs();
-  const { defaultImage, ...taskOptions } = options;
+  const { defaultImage, allowedImages, ...taskOptions } = options;
   const outcome = await run(
     "execute",
     compactionTask(taskOptions),
     world(etcdWithStore(store), ...secrets),
     jobs,
-    defaultImage === undefined ? {} : { defaultImage },
+    {
+      ...(defaultImage === undefined ? {} : { defaultImage }),
+      ...(allowedImages === undefined ? {} : { allowedImages }),
+    },
   );
   expect(outcome.kind).toBe("retry");
   const job = jobs.job(namespace, jobName);
@@ -155,6 +163,7 @@ describe("Job spec", () => {
       imagePullPolicy: "IfNotPresent",
       securityContext: { allowPrivilegeEscalation: false },
     });
+    expect(container.resources?.limits?.memory).toBeDefined();
     expect(container.command).toBeUndefined(); // the image's entrypoint is etcdbrctl
     expect(container.args).toEqual([
       "compact",
@@ -169,10 +178,12 @@ describe("Job spec", () => {
     expect(container.env).toEqual([{ name: "AWS_APPLICATION_CREDENTIALS", value: "/var/etcd-backup" }]);
     expect(container.volumeMounts).toEqual([
       { name: "etcd-workspace-dir", mountPath: "/var/etcd/data" },
+      { name: "tmp", mountPath: "/tmp" },
       { name: "etcd-backup-secret", mountPath: "/var/etcd-backup", readOnly: true },
     ]);
     expect(pod?.volumes).toEqual([
       { name: "etcd-workspace-dir", emptyDir: {} },
+      { name: "tmp", emptyDir: {} },
       { name: "etcd-backup-secret", secret: { secretName: "etcd-backup" } },
     ]);
   });
@@ -181,10 +192,16 @@ describe("Job spec", () => {
     expect((await createdJob(s3Store)).spec?.activeDeadlineSeconds).toBe(1800);
   });
 
-  it("image: config.image, else the controller's default, else DefaultCompactionImage", async () => {
-    expect(containerOf(await createdJob(s3Store, { image: "registry.example/etcdbrctl:v1" })).image).toBe(
-      "registry.example/etcdbrctl:v1",
-    );
+  it("image: config.image when the controller allows it, else the controller's default, else DefaultCompactionImage", async () => {
+    expect(containerOf(await createdJob(s3Store)).image).toBe(DefaultCompactionImage);
+    expect(
+      containerOf(
+        await createdJob(s3Store, {
+          image: "registry.example/etcdbrctl:v1",
+          allowedImages: ["registry.example/etcdbrctl:v1"],
+        }),
+      ).image,
+    ).toBe("registry.example/etcdbrctl:v1");
     expect(containerOf(await createdJob(s3Store, { defaultImage: "registry.example/br:v2" })).image).toBe(
       "registry.example/br:v2",
     );
@@ -193,6 +210,7 @@ describe("Job spec", () => {
         await createdJob(s3Store, {
           image: "registry.example/etcdbrctl:v1",
           defaultImage: "registry.example/br:v2",
+          allowedImages: ["registry.example/etcdbrctl:v1"],
         }),
       ).image,
     ).toBe("registry.example/etcdbrctl:v1");
@@ -234,13 +252,19 @@ describe("Job spec", () => {
         ["ECS_SECRET_ACCESS_KEY", "secretAccessKey"],
       ].map(([name, key]) => ({ name, valueFrom: { secretKeyRef: { name: "ecs", key, optional: false } } })),
     );
-    expect(job.spec?.template.spec?.volumes).toEqual([{ name: "etcd-workspace-dir", emptyDir: {} }]);
+    expect(job.spec?.template.spec?.volumes).toEqual([
+      { name: "etcd-workspace-dir", emptyDir: {} },
+      { name: "tmp", emptyDir: {} },
+    ]);
   });
 
   it("a cloud store without secretRef: nothing mounted, no credentials variable (the pod's identity)", async () => {
     const job = await createdJob({ provider: "aws", container: "bucket" });
     expect(containerOf(job).env).toEqual([]);
-    expect(job.spec?.template.spec?.volumes).toEqual([{ name: "etcd-workspace-dir", emptyDir: {} }]);
+    expect(job.spec?.template.spec?.volumes).toEqual([
+      { name: "etcd-workspace-dir", emptyDir: {} },
+      { name: "tmp", emptyDir: {} },
+    ]);
   });
 
   it("endpointOverride → --store-endpoint-override; an empty prefix is not passed", async () => {

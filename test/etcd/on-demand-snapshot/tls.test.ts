@@ -126,10 +126,9 @@ describe("TLS: the CA comes from the StatefulSet's backup-restore-ca volume (con
     ["another UID", { controllerUid: "someone-else" }],
     ["no owner references", { controllerUid: undefined }],
   ] as const)(
-    "StatefulSet not controlled by the Etcd (%s) → failed with ERR_GET_STATEFULSET",
+    "StatefulSet not controlled by the Etcd (%s), no tlsCASecretRef.name → failed with ERR_GET_STATEFULSET",
     async (_, sts) => {
-      // Even with tlsCASecretRef.name set: a StatefulSet that exists but is not ours is an error.
-      const objects = tlsWorld({ etcd: { name: caSecretName, dataKey: "ca.crt" }, statefulSet: sts });
+      const objects = tlsWorld({ statefulSet: sts });
       expect(await run("execute", taskOf(), objects)).toEqual(notOwned);
     },
   );
@@ -275,6 +274,19 @@ describe("decision 8: tlsCASecretRef.name stands in for a missing StatefulSet or
     });
     expect(await run("execute", taskOf(), objects)).toEqual(created);
   });
+
+  it.each([
+    ["another UID", { controllerUid: "someone-else", volumes: [caVolume()] }],
+    ["no owner references", { controllerUid: undefined, volumes: [caVolume()] }],
+  ] as const)(
+    "StatefulSet not controlled by the Etcd (%s) → treated as missing: tlsCASecretRef.name is used, its volume never",
+    async (_, sts) => {
+      const objects = tlsWorld({ etcd: named, statefulSet: sts, secret: refSecret() });
+      expect(await run("execute", taskOf(), objects)).toEqual(created);
+      const secretReads = objects.reads.filter((read) => read.resource === Resources.secret);
+      expect(secretReads).toEqual([{ resource: Resources.secret, namespace, name: "ca-from-ref" }]);
+    },
+  );
 
   it("the volume wins over tlsCASecretRef.name when both exist", async () => {
     const objects = tlsWorld({ etcd: named, statefulSet: { volumes: [caVolume()] } });

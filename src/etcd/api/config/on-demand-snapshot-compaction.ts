@@ -28,7 +28,10 @@ export const OnDemandSnapshotCompactionBody = Schema.Struct(fields);
 /** The decoded config. */
 export interface OnDemandSnapshotCompactionConfig {
   readonly kind: typeof OnDemandSnapshotCompactionMember;
-  /** The etcd-backup-restore image the Job runs; absent means the controller's configured default. */
+  /**
+   * The etcd-backup-restore image the Job runs; absent means the controller's configured default. The
+   * handler Rejects an image the controller does not allow (`image-policy.ts`).
+   */
   readonly image?: string;
   /** The Job's `activeDeadlineSeconds`. */
   readonly timeoutSeconds: number;
@@ -55,7 +58,8 @@ export const onDemandSnapshotCompactionOpenApi: OpenApiSchema = {
     image: {
       description:
         "Image is the etcd-backup-restore image that the compaction Job runs.\n" +
-        "Defaults to the image configured for the controller.",
+        "Defaults to the image configured for the controller. Any other image must be one the controller\n" +
+        "allows (--compaction-allowed-images); a task naming another image is rejected.",
       minLength: ImageMinLength,
       type: "string",
     },
