@@ -15,17 +15,19 @@ import * as Scope from "effect/Scope";
 import { etcdOpsTaskKind } from "../api/etcdopstask-kind.ts";
 import { etcdHandlerLayer, etcdHandlers } from "../handlers/etcd-registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
+import { FaultCounter, KubeFaults } from "../interpreters/kubernetes/fault-counter.ts";
 import type { KubeAccess } from "../interpreters/kubernetes/kube-client-node.ts";
 import { KubeconfigError, loadKubeClient } from "../interpreters/kubernetes/kubeconfig-loader.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
-import { RequestCounter } from "../interpreters/kubernetes/request-metrics.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
+import { ContactCounter } from "../runtime/api-contact.ts";
 import { type ControllerHandle, runController } from "../runtime/controller.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
 import { sumQueueMetrics } from "../runtime/work-queue.ts";
 import { startOpsServer } from "./ops-server.ts";
 import { type ControllerOptions, controllerHelp, OptionError, readControllerOptions } from "./options.ts";
+import { notReadyReason } from "./readiness.ts";
 
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const;
 
@@ -38,7 +40,9 @@ export const serveController = async (
   options: ControllerOptions,
   signal: AbortSignal,
 ): Promise<"stopped" | "lost"> => {
-  const counter = new RequestCounter();
+  // Every request is counted here, and it tells /readyz whether the API server still answers.
+  const counter = new ContactCounter();
+  const faults = new FaultCounter();
   const config = lifecycleConfig(etcdOpsTaskKind, {
     duplicatePolicy: options.duplicatePolicy,
     requeueIntervalMs: options.requeueInterval,
@@ -58,6 +62,8 @@ export const serveController = async (
     handlerCallsInFlight: () => handles.reduce((total, handle) => total + handle.stats().inFlightCalls, 0),
     requests: counter,
     leader: () => leading,
+    faults,
+    apiLostSeconds: () => counter.lostForMs() / 1000,
   });
   const inspector = options.inspect ? await startStatelyInspector({ port: options.inspectPort }) : undefined;
   if (inspector !== undefined)
@@ -68,11 +74,8 @@ export const serveController = async (
   const servers = [
     await startOpsServer(options.metricsAddress, { registry: metrics.registry }),
     await startOpsServer(options.probeAddress, {
-      // A standby is ready (healthy, waiting for the Lease); a leader once its caches hold the first LIST.
       notReady: () =>
-        leading && synced < namespaces.length
-          ? `caches not synced (${synced}/${namespaces.length})`
-          : undefined,
+        notReadyReason({ leading, synced, caches: namespaces.length, apiLostForMs: counter.lostForMs() }),
     }),
   ];
   const controllers = Effect.gen(function* () {
@@ -135,6 +138,7 @@ export const serveController = async (
   const fiber = Effect.runFork(
     program.pipe(
       Effect.provide(layer),
+      Effect.provideService(KubeFaults, faults),
       Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel]),
       Scope.provide(scope),
     ),
