@@ -476,7 +476,9 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       let failures = 0;
       let needList = true;
       for (;;) {
-        if (needList || resourceVersion === undefined) {
+        /** This watch starts from the resourceVersion of a LIST just made. */
+        const fromFreshList = needList || resourceVersion === undefined;
+        if (fromFreshList) {
           const listError = yield* relist;
           if (listError !== undefined) {
             const waited = yield* backoff(failures, unanswered(listError));
@@ -516,7 +518,9 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
             yield* Effect.logWarning(
               `informer ${plural}: watch expired (410 Gone) at resourceVersion ${current}; relisting`,
             );
-            if (healthy) continue;
+            // At once, unless the watch from a fresh LIST expired at once: a server that keeps doing
+            // that would otherwise be relisted in a tight loop.
+            if (healthy || !fromFreshList) continue;
             break;
           case "Stalled":
             stats.stalls += 1;
