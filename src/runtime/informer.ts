@@ -11,9 +11,9 @@
  *      └───────────────────┤ error, stall (watchdog), or a watch that ended at once:
  *                          │   watch again after a jittered exponential backoff (200 ms → 30 s)
  *
- * When the API server did not answer at all (or answered 5xx), the backoff is cut short by a probe:
- * `GET /readyz` once a second (`probeInterval`) while backing off; the first answer below 500 (403
- * included: the server is there) ends the wait and resets the backoff. Without it, the watch of a
+ * When the API server did not answer at all (or answered 5xx, or the watch stalled), the backoff is cut
+ * short by a probe: `GET /readyz` once a second (`probeInterval`) while backing off; the first answer
+ * below 500 (403 included: the server is there) ends the wait and resets the backoff. Without it, the watch of a
  * controller that lived through a minute-long outage would come back up to 45 s after the API did.
  * Expiries (410) and failures are logged at WARN and counted (`KubeFaults`, if provided).
  *
@@ -534,7 +534,9 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
         yield* end._tag === "Failed" || end._tag === "Stalled"
           ? Effect.logWarning(message)
           : Effect.logDebug(message);
-        const waited = yield* backoff(failures, end._tag === "Failed" && unanswered(end.error));
+        // A stalled watch may be a half-open connection to a server that is fine: a probe tells.
+        const probing = end._tag === "Stalled" || (end._tag === "Failed" && unanswered(end.error));
+        const waited = yield* backoff(failures, probing);
         failures = waited === "probed" ? 0 : failures + 1;
       }
     });
