@@ -109,6 +109,23 @@ export const faults: Record<string, FaultSpec> = {
       };
     },
   },
+  "apiserver-outage": {
+    controllers: 1,
+    via: "direct",
+    inject: async (ctx) => {
+      await ctx.posts(3);
+      const killedAt = Date.now();
+      await ctx.cp.restartApiserver({ signal: "SIGKILL", downMs: 60_000 });
+      const liftedAt = Date.now();
+      await ctx.createLate();
+      return {
+        liftedAt,
+        notes: [
+          `kube-apiserver down for 60 s, ready again ${(liftedAt - killedAt) / 1000} s after the kill; recovery from then`,
+        ],
+      };
+    },
+  },
   "etcd-outage": {
     controllers: 1,
     via: "direct",

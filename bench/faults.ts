@@ -14,13 +14,15 @@
  *   frozen-leader      two controllers; SIGSTOP of the leader until the other one has held the Lease
  *                      for 10 s, then SIGCONT: the old leader must write nothing after losing it
  *   apiserver-restart  SIGKILL of kube-apiserver, started again 2 s later on the same address
+ *   apiserver-outage   the same with kube-apiserver down for 60 s: the leader loses the Lease (exits,
+ *                      restarted), and /readyz turns 503 once nothing was answered for 30 s
  *   etcd-outage        SIGSTOP of etcd for 30 s, then SIGCONT
  *   watch-expiry       (--watch-cache=false) every watch cut and held at a proxy while tasks are created
  *                      and etcd is compacted; released, the watches start from a compacted revision: 410
  *   throttle-429       a proxy answers 30 % of all requests with 429 and Retry-After: 1, all along
  *
- * Run: scripts/faults [--only NAME[,NAME…]] [--tasks N] [--late L] [--post-ms MS]
- * About 6 minutes on 2 CPUs.
+ * Run: scripts/faults [--only NAME[,NAME…]] [--tasks N] [--late L] [--post-ms MS] [--binary BUNDLED_MAIN_JS]
+ * About 8 minutes on 2 CPUs.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -256,7 +258,8 @@ const printTable = (rows: readonly Row[]): string => {
 const selected = Object.entries(faults).filter(
   ([name]) => params.only === undefined || params.only.includes(name),
 );
-const binary = await bundle("src/cli/main.ts", ".build/faults");
+// --binary: another bundled controller (e.g. an older commit's, to compare); default: this tree's.
+const binary = argValue("binary") ?? (await bundle("src/cli/main.ts", ".build/faults"));
 const rows: Row[] = [];
 for (const [name, spec] of selected) {
   const row = await runFault(name, spec, binary).catch(
