@@ -21,7 +21,8 @@ export type FaultOperation =
   | "event";
 
 /**
- * - `retried`: an attempt failed with a retryable error (network, timeout, 429, 5xx) and is tried again;
+ * - `retried`: an attempt failed with a retryable error (network, timeout, 429, 5xx); it is tried again
+ *   unless its retries are used up (then `failed` or `dropped` follows);
  * - `slow`: an attempt went unanswered past the writer's warning threshold (still waiting);
  * - `failed`: given up after its retries, or (list, watch) ended by an error;
  * - `expired`: a watch ended by 410 Gone (a relist follows);
