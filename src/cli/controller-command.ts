@@ -15,11 +15,13 @@ import * as Scope from "effect/Scope";
 import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
 import { etcdHandlerLayer, makeEtcdHandlers } from "../etcd/registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
+import { FaultCounter, KubeFaults } from "../interpreters/kubernetes/fault-counter.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
 import { KubeconfigError, loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { RequestCounter } from "../kube/request-metrics.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
+import { ContactCounter } from "../runtime/api-contact.ts";
 import { type ControllerHandle, runController } from "../runtime/controller.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
@@ -28,6 +30,7 @@ import { alsoObserve } from "../ui/also-observe.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import { startOpsServer } from "./ops-server.ts";
 import { type ControllerOptions, controllerHelp, OptionError, readControllerOptions } from "./options.ts";
+import { notReadyReason } from "./readiness.ts";
 
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const;
 
@@ -40,7 +43,9 @@ export const serveController = async (
   options: ControllerOptions,
   signal: AbortSignal,
 ): Promise<"stopped" | "lost"> => {
-  const counter = new RequestCounter();
+  // Every request is counted here, and it tells /readyz whether the API server still answers.
+  const counter = new ContactCounter();
+  const faults = new FaultCounter();
   const config = lifecycleConfig(etcdOpsTaskKind, {
     duplicatePolicy: options.duplicatePolicy,
     requeueIntervalMs: options.requeueInterval,
@@ -60,6 +65,8 @@ export const serveController = async (
     handlerCallsInFlight: () => handles.reduce((total, handle) => total + handle.stats().inFlightCalls, 0),
     requests: counter,
     leader: () => leading,
+    faults,
+    apiLostSeconds: () => counter.lostForMs() / 1000,
   });
   const inspector = options.inspect ? await startStatelyInspector({ port: options.inspectPort }) : undefined;
   if (inspector !== undefined)
@@ -93,11 +100,8 @@ export const serveController = async (
       counter,
     }),
     await startOpsServer(options.probeAddress, {
-      // A standby is ready (healthy, waiting for the Lease); a leader once its caches hold the first LIST.
       notReady: () =>
-        leading && synced < namespaces.length
-          ? `caches not synced (${synced}/${namespaces.length})`
-          : undefined,
+        notReadyReason({ leading, synced, caches: namespaces.length, apiLostForMs: counter.lostForMs() }),
     }),
   ];
   // The operator's image policy reaches the compaction handler as configuration, never from a task.
@@ -165,6 +169,7 @@ export const serveController = async (
   const fiber = Effect.runFork(
     program.pipe(
       Effect.provide(layer),
+      Effect.provideService(KubeFaults, faults),
       Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel]),
       Scope.provide(scope),
     ),

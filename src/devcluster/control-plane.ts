@@ -20,7 +20,7 @@ import {
   type TokenUser,
 } from "./kube-apiserver.ts";
 import { makeKubeConfig, writeKubeconfig } from "./kubeconfig.ts";
-import { onProcessExit, removeDirSync } from "./process.ts";
+import { type ManagedProcess, onProcessExit, removeDirSync } from "./process.ts";
 
 export type { ControlPlaneBinaries } from "./binaries.ts";
 export type { TokenUser } from "./kube-apiserver.ts";
@@ -84,6 +84,13 @@ export interface ControlPlane {
   applyCrds(paths: readonly string[], timeoutMs?: number): Promise<void>;
   /** Recent etcd and kube-apiserver output. */
   logs(lines?: number): string;
+  /** The etcd and kube-apiserver processes as they run now (fault injection: signals). */
+  processes(): { readonly etcd: ManagedProcess; readonly apiserver: ManagedProcess };
+  /**
+   * Kills kube-apiserver (SIGKILL unless told otherwise), keeps it down for `downMs` (default 0), and
+   * starts it again on the same address; resolves once it is ready (fault injection).
+   */
+  restartApiserver(options?: { readonly signal?: NodeJS.Signals; readonly downMs?: number }): Promise<void>;
   /** Stops both processes (SIGTERM, then SIGKILL) and removes the scratch directory. Idempotent. */
   stop(): Promise<void>;
 }
@@ -149,12 +156,14 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const tails = new LogTail(300, verbose);
   let etcd: RunningEtcd | undefined;
   let apiserver: RunningKubeApiserver | undefined;
+  /** The kube-apiserver process now (replaced by restartApiserver). */
+  let apiserverProcess: ManagedProcess | undefined;
   let stopping: Promise<void> | undefined;
 
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       const grace = options.stopTimeoutMs ?? 10_000;
-      await apiserver?.process.stop(grace);
+      await apiserverProcess?.stop(grace);
       await etcd?.process.stop(grace);
       removeDirSync(dir);
       unregister();
@@ -185,6 +194,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       ...(options.users !== undefined ? { users: options.users } : {}),
       ...(options.apiserverArgs !== undefined ? { extraArgs: options.apiserverArgs } : {}),
     });
+    apiserverProcess = apiserver.process;
     log(`devcluster: kube-apiserver ready at ${apiserver.server} after ${Date.now() - started} ms`);
   } catch (err) {
     const error = startupError(err, startTimeoutMs, tails); // capture logs before shutdown noise
@@ -238,6 +248,21 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     applyCrds: (paths, timeoutMs = 60_000) =>
       applyCrds(adminKubeConfig(), readCrdFiles(paths), deadlineIn(timeoutMs, "applyCrds")),
     logs: (lines = 40) => tails.render(lines),
+    processes: () => {
+      if (etcd === undefined || apiserverProcess === undefined) throw new Error("control plane not running");
+      return { etcd: etcd.process, apiserver: apiserverProcess };
+    },
+    restartApiserver: async ({ signal = "SIGKILL", downMs = 0 } = {}) => {
+      const running = apiserver;
+      const current = apiserverProcess;
+      if (running === undefined || current === undefined) throw new Error("control plane not running");
+      if (current.exited() === undefined) {
+        process.kill(current.pid, signal);
+        await current.exit;
+      }
+      if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
+      apiserverProcess = await running.respawn(deadlineIn(startTimeoutMs, "restartApiserver"));
+    },
     stop,
   };
 }

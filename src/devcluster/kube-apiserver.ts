@@ -40,6 +40,11 @@ export interface RunningKubeApiserver {
   readonly caPem: string;
   /** Issued tokens by user name; always contains `admin`. */
   readonly tokens: ReadonlyMap<string, IssuedToken>;
+  /**
+   * Starts kube-apiserver again, on the same port with the same certificates and tokens, once the
+   * previous process has ended (fault injection: a restart); resolves once `/readyz` answers 200.
+   */
+  readonly respawn: (deadline: Deadline) => Promise<ManagedProcess>;
 }
 
 export const ADMIN_USER = "admin";
@@ -110,15 +115,16 @@ export async function startKubeApiserver(options: KubeApiserverOptions): Promise
     const certDir = join(options.dir, `pki-${attempt}`);
     mkdirSync(certDir, { recursive: true, mode: 0o700 });
     const server = `https://127.0.0.1:${port}`;
-    const proc = startProcess({
-      name: "kube-apiserver",
-      command: options.binary,
-      args: apiserverArgs(options, port, certDir),
-      ...(options.scratchDir !== undefined ? { scratchDir: options.scratchDir } : {}),
-      ...(options.onLine !== undefined ? { onLine: options.onLine } : {}),
-    });
-    try {
-      const caPem = await pollUntil(
+    const spawnProcess = () =>
+      startProcess({
+        name: "kube-apiserver",
+        command: options.binary,
+        args: apiserverArgs(options, port, certDir),
+        ...(options.scratchDir !== undefined ? { scratchDir: options.scratchDir } : {}),
+        ...(options.onLine !== undefined ? { onLine: options.onLine } : {}),
+      });
+    const ready = (proc: ManagedProcess, deadline: Deadline) =>
+      pollUntil(
         async () => {
           const pem = readCaBundle(join(certDir, "apiserver.crt"));
           if (pem === undefined) return undefined;
@@ -127,7 +133,7 @@ export async function startKubeApiserver(options: KubeApiserverOptions): Promise
           return pem;
         },
         {
-          deadline: options.deadline,
+          deadline,
           what: "kube-apiserver /readyz",
           intervalMs: 200,
           abortIf: () => {
@@ -138,7 +144,20 @@ export async function startKubeApiserver(options: KubeApiserverOptions): Promise
           },
         },
       );
-      return { process: proc, server, caPem, tokens };
+    const proc = spawnProcess();
+    try {
+      const caPem = await ready(proc, options.deadline);
+      const respawn = async (deadline: Deadline): Promise<ManagedProcess> => {
+        const next = spawnProcess();
+        try {
+          await ready(next, deadline);
+          return next;
+        } catch (err) {
+          await next.stop(2000);
+          throw err;
+        }
+      };
+      return { process: proc, server, caPem, tokens, respawn };
     } catch (err) {
       await proc.stop(2000);
       const portClash = err instanceof ProcessExitedError && /address already in use/.test(err.logTail);

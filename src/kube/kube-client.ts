@@ -254,6 +254,12 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
         lines.close();
         onDone(error);
       };
+      // Once the whole answer is in, its kept-alive socket may already serve another request: aborting
+      // then would destroy that socket, which has no error listener (an uncaught AbortError). The rest
+      // of a complete answer is read to its end instead.
+      const abort = (): void => {
+        if (!response.complete) controller.abort();
+      };
       const lines = createInterface({ input: response, crlfDelay: Number.POSITIVE_INFINITY });
       lines.on("line", (line) => {
         if (done || line.trim() === "") return;
@@ -269,7 +275,7 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
               { cause: error },
             ),
           );
-          controller.abort();
+          abort();
           return;
         }
         const type: unknown =
@@ -285,7 +291,9 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
       response.once("close", () =>
         finish(controller.signal.aborted ? null : new ApiCallError(0, `watch ${path}: connection closed`)),
       );
-      return controller;
+      const handle = new AbortController();
+      handle.signal.addEventListener("abort", abort, { once: true });
+      return handle;
     },
     close: () => {
       for (const agent of agents.values()) agent.destroy();

@@ -11,6 +11,12 @@
  *      └───────────────────┤ error, stall (watchdog), or a watch that ended at once:
  *                          │   watch again after a jittered exponential backoff (200 ms → 30 s)
  *
+ * When the API server did not answer at all (or answered 5xx, or the watch stalled), the backoff is cut
+ * short by a probe: `GET /readyz` once a second (`probeInterval`) while backing off; the first answer
+ * below 500 (403 included: the server is there) ends the wait and resets the backoff. Without it, the watch of a
+ * controller that lived through a minute-long outage would come back up to 45 s after the API did.
+ * Expiries (410) and failures are logged at WARN and counted (`KubeFaults`, if provided).
+ *
  * A relist diffs the fresh list against the cache: objects that vanished while no watch was open are
  * emitted as synthetic DELETED (with their last known state), as client-go's DeltaFIFO does.
  *
@@ -30,12 +36,14 @@ import * as Clock from "effect/Clock";
 import * as Deferred from "effect/Deferred";
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
+import * as Option from "effect/Option";
 import * as Predicate from "effect/Predicate";
 import * as Queue from "effect/Queue";
 import * as Random from "effect/Random";
 import * as Result from "effect/Result";
 import type * as Scope from "effect/Scope";
 import * as Stream from "effect/Stream";
+import { KubeFaults } from "../interpreters/kubernetes/fault-counter.ts";
 import { apiPath } from "../kube/api-path.ts";
 import { kubeRequest, type RequestSettings } from "../kube/client.ts";
 import { fromStatus, type KubeError, toKubeError } from "../kube/errors.ts";
@@ -78,6 +86,8 @@ export interface InformerOptions {
   readonly watchdog?: Duration.Input;
   /** Restart backoff: first delay (default 200 ms), doubled per failure up to `max` (default 30 s), ±50 % jitter. */
   readonly backoff?: { readonly initial: Duration.Input; readonly max: Duration.Input };
+  /** While backing off after the API server did not answer, probe it this often (default 1 s). */
+  readonly probeInterval?: Duration.Input;
   /** Bound on one LIST page (default 60 s). */
   readonly requestTimeout?: Duration.Input;
   /** Count LIST/WATCH requests here (default: a counter of its own, see `stats`). */
@@ -177,6 +187,10 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
     const backoffMaxMs = Duration.toMillis(
       Duration.fromInputUnsafe(options.backoff?.max ?? Duration.seconds(30)),
     );
+    const probeIntervalMs = Duration.toMillis(
+      Duration.fromInputUnsafe(options.probeInterval ?? Duration.seconds(1)),
+    );
+    const faults = Option.getOrUndefined(yield* Effect.serviceOption(KubeFaults));
     const suppressEchoes = options.echoes === "suppress";
     const client = kubeClientOf(options.kubeConfig);
     const collectionPath = apiPath({ group, version, plural }, namespace);
@@ -400,12 +414,35 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       }
     });
 
-    const backoff = (failures: number) =>
+    /** The server is there (an answer below 500; 401/403 included: it answered). */
+    const probe = kubeRequest({ counter, timeout: Duration.seconds(5) }, "get", client, {
+      method: "GET",
+      path: "/readyz",
+    }).pipe(
+      Effect.as(true),
+      Effect.catch((error) => Effect.succeed(error.code !== 0 && error.code < 500)),
+    );
+    const probeUntilAnswered = Effect.gen(function* () {
+      for (;;) {
+        yield* Effect.sleep(probeIntervalMs);
+        if (yield* probe) return "probed" as const;
+      }
+    });
+
+    /**
+     * Waits the jittered backoff for `failures`; with `probing`, ends early ("probed") once the API
+     * server answers a probe, and the caller resets its failure count.
+     */
+    const backoff = (failures: number, probing = false) =>
       Effect.gen(function* () {
         const base = Math.min(backoffMaxMs, backoffInitialMs * 2 ** Math.min(failures, 30));
         const jitter = yield* Random.next;
-        yield* Effect.sleep(Math.round(base * (0.5 + jitter)));
+        const delay = Effect.sleep(Math.round(base * (0.5 + jitter))).pipe(Effect.as("waited" as const));
+        return yield* probing && base > probeIntervalMs ? Effect.raceFirst(delay, probeUntilAnswered) : delay;
       });
+
+    /** No answer, or a 5xx: the server is away or unwell, not refusing this request. */
+    const unanswered = (error: KubeError): boolean => error.code === 0 || error.code >= 500;
 
     const describeEnd = (end: SessionEnd): string =>
       end._tag === "Failed" ? `${end.error.code} ${end.error.reason}: ${end.error.message}` : end._tag;
@@ -418,24 +455,28 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       const listed = yield* Effect.result(listAll);
       if (Result.isFailure(listed)) {
         stats.failures += 1;
+        faults?.record("list", "failed");
         const error = listed.failure;
         yield* Effect.logWarning(
           `informer ${plural}: list failed: ${error.code} ${error.reason}: ${error.message}`,
         );
-        return false;
+        return error;
       }
       applyList(listed.success);
-      return true;
+      return undefined;
     });
 
     const run = Effect.gen(function* () {
       let failures = 0;
       let needList = true;
       for (;;) {
-        if (needList || resourceVersion === undefined) {
-          if (!(yield* relist)) {
-            yield* backoff(failures);
-            failures += 1;
+        /** This watch starts from the resourceVersion of a LIST just made. */
+        const fromFreshList = needList || resourceVersion === undefined;
+        if (fromFreshList) {
+          const listError = yield* relist;
+          if (listError !== undefined) {
+            const waited = yield* backoff(failures, unanswered(listError));
+            failures = waited === "probed" ? 0 : failures + 1;
             continue;
           }
           needList = false;
@@ -464,20 +505,33 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
             break;
           case "Expired":
             stats.expired += 1;
+            faults?.record("watch", "expired");
             needList = true;
-            if (healthy) continue;
+            // Not routine (the apiserver's watch cache or etcd compaction passed our resourceVersion):
+            // a relist of everything follows, which an operator may want to correlate.
+            yield* Effect.logWarning(
+              `informer ${plural}: watch expired (410 Gone) at resourceVersion ${current}; relisting`,
+            );
+            // At once, unless the watch from a fresh LIST expired at once: a server that keeps doing
+            // that would otherwise be relisted in a tight loop.
+            if (healthy || !fromFreshList) continue;
             break;
           case "Stalled":
             stats.stalls += 1;
             break;
           case "Failed":
             stats.failures += 1;
+            faults?.record("watch", "failed");
             break;
         }
         const message = `informer ${plural}: watch ended (${describeEnd(end)}); backing off`;
-        yield* end._tag === "Failed" ? Effect.logWarning(message) : Effect.logDebug(message);
-        yield* backoff(failures);
-        failures += 1;
+        yield* end._tag === "Failed" || end._tag === "Stalled"
+          ? Effect.logWarning(message)
+          : Effect.logDebug(message);
+        // A stalled watch may be a half-open connection to a server that is fine: a probe tells.
+        const probing = end._tag === "Stalled" || (end._tag === "Failed" && unanswered(end.error));
+        const waited = yield* backoff(failures, probing);
+        failures = waited === "probed" ? 0 : failures + 1;
       }
     });
 

@@ -9,10 +9,14 @@
  * - `opstask_workqueue_depth`, `…_in_flight`, `…_delayed`, `…_adds_total`, `…_wait_seconds_max`;
  * - `opstask_handler_calls_in_flight`;
  * - `opstask_api_requests_total{verb,code}`: every API request, counted at the client;
+ * - `opstask_api_faults_total{operation,fault}`: failed, slow and given-up writes, watch expiries and
+ *   failures, retried and dropped Events (closed label sets: fault-counter.ts);
+ * - `opstask_api_unreachable_seconds`: how long the API server has not answered (0 while it does);
  * - `opstask_leader`: 1 while this instance leads (or runs without leader election);
  * - Node's process metrics (`opstask_process_*`, `opstask_nodejs_*`).
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { Pass } from "../reconcile/pass.ts";
 import { boundedLabels, type SeriesLabels, SeriesTracker } from "./metric-series.ts";
@@ -45,6 +49,8 @@ export interface MetricSources {
   readonly handlerCallsInFlight: () => number;
   readonly requests: RequestCounter;
   readonly leader: () => boolean;
+  readonly faults?: FaultCounter;
+  readonly apiLostSeconds?: () => number;
 }
 
 export interface ControllerMetrics {
@@ -139,6 +145,24 @@ export const makeControllerMetrics = (prefix = "opstask_"): ControllerMetrics =>
           this.set({ verb, code: String(code) }, count);
       },
     });
+    const faults = sources.faults;
+    if (faults !== undefined)
+      new Gauge({
+        name: `${prefix}api_faults_total`,
+        help: "API faults ridden out, by operation and kind (retried, slow, failed, expired, dropped)",
+        labelNames: ["operation", "fault"] as const,
+        registers: [registry],
+        collect() {
+          for (const { operation, fault, count } of faults.snapshot()) this.set({ operation, fault }, count);
+        },
+      });
+    const apiLostSeconds = sources.apiLostSeconds;
+    if (apiLostSeconds !== undefined)
+      gauge(
+        "api_unreachable_seconds",
+        "How long the API server has not answered (0 while it does)",
+        apiLostSeconds,
+      );
   };
   return { registry, observer, attach };
 };

@@ -202,6 +202,41 @@ describe("KubeClient.watch", () => {
   });
 });
 
+describe("KubeClient.watch aborted on its last event", () => {
+  it("an abort when the whole answer is in (an ERROR event, then the end) raises no uncaught error", async () => {
+    const { client } = await serve((_, response) => {
+      response.writeHead(200, { "Content-Type": "application/json" });
+      response.end('{"type":"ERROR","object":{"kind":"Status","code":410}}\n');
+    });
+    const uncaught: unknown[] = [];
+    const keep = (error: unknown) => uncaught.push(error);
+    process.on("uncaughtException", keep);
+    try {
+      const ends: unknown[] = [];
+      await new Promise<void>((resolve) => {
+        let controller: AbortController | undefined;
+        const started = client.watch(
+          "/w",
+          {},
+          () => controller?.abort(), // as the informer does on an ERROR event
+          (error) => {
+            ends.push(error);
+            resolve();
+          },
+        );
+        void started.then((c) => {
+          controller = c;
+        });
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(uncaught).toEqual([]);
+      expect(ends).toEqual([null]);
+    } finally {
+      process.off("uncaughtException", keep);
+    }
+  });
+});
+
 describe("KubeClient on a kept-alive connection the server has closed", () => {
   it("sends the request once more on a new connection", async () => {
     // A raw server: answers the first request of each connection and keeps it open; on the second

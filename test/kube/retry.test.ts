@@ -4,9 +4,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { assert, describe, it } from "@effect/vitest";
 import { KubeConfig } from "@kubernetes/client-node";
-import { Effect, Layer, Result } from "effect";
+import { Effect, Layer, Logger, Result } from "effect";
 import { afterAll, beforeAll } from "vitest";
 import { EventRecorder } from "../../src/interpreters/kubernetes/event-recorder.ts";
+import { FaultCounter, KubeFaults } from "../../src/interpreters/kubernetes/fault-counter.ts";
 import { KubeRequests, kubernetesLayer } from "../../src/interpreters/kubernetes/layer.ts";
 import { TaskWriter } from "../../src/interpreters/kubernetes/task-writer.ts";
 import { resource } from "./fixtures.ts";
@@ -94,6 +95,7 @@ const layer = () =>
     resource,
     retry: { base: "1 millis", cap: "5 millis", retries: 3 },
     requestTimeout: "300 millis",
+    slowWriteAfter: "100 millis",
     reportingInstance: "test-instance",
   });
 
@@ -250,20 +252,132 @@ describe("TaskWriter.deleteTask", () => {
   );
 });
 
-describe("EventRecorder is best effort", () => {
-  it.live("a failed create is logged, not retried, and does not fail the caller", () =>
+/** Runs `program` with a fault counter and a logger that keeps the WARN lines. */
+const observed = <A, E, R>(program: (faults: FaultCounter, warnings: string[]) => Effect.Effect<A, E, R>) => {
+  const faults = new FaultCounter();
+  const warnings: string[] = [];
+  const keep = Logger.make((options: Logger.Options<unknown>) => {
+    if (options.logLevel === "Warn") warnings.push(String(options.message));
+  });
+  return program(faults, warnings).pipe(
+    Effect.provideService(KubeFaults, faults),
+    Effect.provide(Logger.layer([keep])),
+  );
+};
+
+const throttled = { code: 429, body: statusBody(429, "TooManyRequests") };
+
+describe("EventRecorder is best effort, with a bounded retry", () => {
+  it.live("a throttled (429) create is retried, and recorded once the server accepts it", () =>
     run(
-      Effect.gen(function* () {
-        const recorder = yield* EventRecorder;
-        yield* recorder.record(target, { type: "Warning", reason: "Failed", note: "x".repeat(5000) });
-        assert.strictEqual(seen.length, 1);
-        assert.strictEqual(seen[0]?.url, "/apis/events.k8s.io/v1/namespaces/ns/events");
-        const body = JSON.parse(seen[0]?.body ?? "");
-        assert.isAtMost(Buffer.byteLength(body.note, "utf8"), 1024);
-        assert.strictEqual(body.reportingInstance, "test-instance");
-        assert.strictEqual((yield* KubeRequests).count("create", 503), 1);
-      }),
-      [{ code: 503, body: statusBody(503, "ServiceUnavailable") }],
+      observed((faults, warnings) =>
+        Effect.gen(function* () {
+          const recorder = yield* EventRecorder;
+          yield* recorder.record(target, { type: "Warning", reason: "Failed", note: "x".repeat(5000) });
+          assert.strictEqual(seen.length, 3);
+          assert.strictEqual(seen[0]?.url, "/apis/events.k8s.io/v1/namespaces/ns/events");
+          const body = JSON.parse(seen[0]?.body ?? "");
+          assert.isAtMost(Buffer.byteLength(body.note, "utf8"), 1024);
+          assert.strictEqual(body.reportingInstance, "test-instance");
+          assert.strictEqual((yield* KubeRequests).count("create", 429), 2);
+          assert.strictEqual((yield* KubeRequests).count("create", 201), 1);
+          assert.deepStrictEqual(faults.snapshot(), [{ operation: "event", fault: "retried", count: 2 }]);
+          assert.deepStrictEqual(warnings, []);
+        }),
+      ),
+      [throttled, throttled, { code: 201, body: {} }],
+    ),
+  );
+
+  it.live(
+    "a create that keeps failing is dropped after its retries: one WARN, counted, the caller goes on",
+    () =>
+      run(
+        observed((faults, warnings) =>
+          Effect.gen(function* () {
+            const recorder = yield* EventRecorder;
+            yield* recorder.record(target, { type: "Normal", reason: "Started", note: "n" });
+            assert.strictEqual(seen.length, 4);
+            assert.strictEqual((yield* KubeRequests).count("create", 503), 4);
+            assert.strictEqual(faults.count("event", "retried"), 4);
+            assert.strictEqual(faults.count("event", "dropped"), 1);
+            assert.strictEqual(warnings.length, 1);
+            assert.match(warnings[0] ?? "", /^event Started on ns\/t dropped: 503/);
+          }),
+        ),
+        Array.from({ length: 5 }, () => ({ code: 503, body: statusBody(503, "ServiceUnavailable") })),
+      ),
+  );
+
+  it.live("a Conflict or Invalid answer is not retried", () =>
+    run(
+      observed((faults) =>
+        Effect.gen(function* () {
+          const recorder = yield* EventRecorder;
+          yield* recorder.record(target, { type: "Normal", reason: "Started", note: "n" });
+          assert.strictEqual(seen.length, 1);
+          assert.strictEqual(faults.count("event", "dropped"), 1);
+          assert.strictEqual(faults.count("event", "retried"), 0);
+        }),
+      ),
+      [{ code: 422, body: statusBody(422, "Invalid") }],
+    ),
+  );
+});
+
+describe("TaskWriter makes its faults visible", () => {
+  it.live("an attempt that hangs is logged at WARN while it waits, and each failed attempt is counted", () =>
+    run(
+      observed((faults, warnings) =>
+        Effect.gen(function* () {
+          const writer = yield* TaskWriter;
+          yield* writer.patchStatus({ ...target, hasStatus: true }, { state: "Pending" });
+          assert.strictEqual(faults.count("patchStatus", "slow"), 1);
+          assert.strictEqual(faults.count("patchStatus", "retried"), 2);
+          assert.strictEqual(faults.count("patchStatus", "failed"), 0);
+          assert.deepStrictEqual(
+            warnings.map((line) => line.replace(/\(.*\)$/, "(…)")),
+            [
+              "patchStatus of ns/t: no answer from the API server after 100 ms",
+              "patchStatus of ns/t: attempt failed (…)",
+              "patchStatus of ns/t: attempt failed (…)",
+            ],
+          );
+          assert.match(warnings[1] ?? "", /\(0 Transient: patch request timed out\)$/);
+          assert.match(warnings[2] ?? "", /\(503 Transient: scripted 503\)$/);
+        }),
+      ),
+      ["hang", { code: 503, body: statusBody(503, "ServiceUnavailable") }, { code: 200, body: object("8") }],
+    ),
+  );
+
+  it.live("a write given up after its retries is logged at WARN and counted as failed", () =>
+    run(
+      observed((faults, warnings) =>
+        Effect.gen(function* () {
+          const writer = yield* TaskWriter;
+          const result = yield* Effect.result(writer.addFinalizer(target, "opstask/f", 1));
+          assert.isTrue(Result.isFailure(result));
+          assert.strictEqual(faults.count("addFinalizer", "retried"), 4);
+          assert.strictEqual(faults.count("addFinalizer", "failed"), 1);
+          assert.match(warnings.at(-1) ?? "", /^addFinalizer of ns\/t: given up after retries \(500/);
+        }),
+      ),
+      [],
+    ),
+  );
+
+  it.live("a Conflict is the caller's business: no warning, no fault", () =>
+    run(
+      observed((faults, warnings) =>
+        Effect.gen(function* () {
+          const writer = yield* TaskWriter;
+          yield* Effect.result(writer.removeFinalizer(target, "x/y"));
+          assert.deepStrictEqual(faults.snapshot(), []);
+          assert.deepStrictEqual(warnings, []);
+        }),
+      ),
+      [{ code: 409, body: statusBody(409, "Conflict") }],
     ),
   );
 });

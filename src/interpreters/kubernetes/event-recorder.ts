@@ -1,6 +1,9 @@
 /**
- * Kubernetes Events (`events.k8s.io/v1`) about a task. Best effort, as in client-go's recorder: one
- * attempt, a failure is logged and never fails (or delays beyond the request timeout) the pass.
+ * Kubernetes Events (`events.k8s.io/v1`) about a task. Best effort, but not given up at the first
+ * throttled (429) or failed (5xx, network) attempt: retried with a short jittered backoff (`retry`,
+ * default 3 retries from 200 ms), all of it bounded by the request timeout, so that an Event never fails
+ * the pass nor delays it beyond that bound. An Event given up is logged at WARN and counted as dropped
+ * (`KubeFaults`), each failed attempt as retried.
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
@@ -11,10 +14,13 @@ import * as Effect from "effect/Effect";
 import type { EventType } from "../../effects/task-effect.ts";
 import { apiPath } from "../../kube/api-path.ts";
 import { kubeRequest } from "../../kube/client.ts";
+import { isRetryable, KubeError } from "../../kube/errors.ts";
 import { type KubeAccess, kubeClientOf } from "../../kube/kube-client-node.ts";
 import { microTime } from "../../kube/micro-time.ts";
 import type { RequestCounter } from "../../kube/request-metrics.ts";
 import type { ResourceRef } from "../../reconcile/task-kind.ts";
+import { recordFault } from "./fault-counter.ts";
+import { defaultRetryPolicy, type RetryPolicy, retrySchedule } from "./task-writer.ts";
 
 /** The object an event is about (the task as last read). */
 export interface EventSubject {
@@ -47,8 +53,18 @@ export interface EventRecorderOptions {
   readonly reportingController?: string;
   /** `reportingInstance` (default: the host name, i.e. the pod name in a cluster). */
   readonly reportingInstance?: string;
+  /** Bound on all attempts together (default 10 s). */
   readonly requestTimeout?: Duration.Input;
+  /** Retries of a retryable failure (default: 3 retries, 200 ms doubling to at most 2 s, jittered). */
+  readonly retry?: RetryPolicy;
 }
+
+const defaultEventRetry: RetryPolicy = {
+  ...defaultRetryPolicy,
+  base: "200 millis",
+  cap: "2 seconds",
+  retries: 3,
+};
 
 const maxNoteBytes = 1024;
 
@@ -78,7 +94,9 @@ export const truncateUtf8 = (text: string, bytes: number): string => {
 export const makeEventRecorder = (options: EventRecorderOptions): EventRecorder["Service"] => {
   const client = kubeClientOf(options.kubeConfig);
   const events = { group: "events.k8s.io", version: "v1", plural: "events" };
-  const settings = { counter: options.counter, timeout: options.requestTimeout ?? Duration.seconds(10) };
+  const budget = options.requestTimeout ?? Duration.seconds(10);
+  const settings = { counter: options.counter, timeout: budget };
+  const schedule = retrySchedule(options.retry ?? defaultEventRetry);
   const reportingController = options.reportingController ?? "opstask";
   const reportingInstance = options.reportingInstance ?? hostname();
   const { group, version, kind } = options.resource;
@@ -111,10 +129,23 @@ export const makeEventRecorder = (options: EventRecorderOptions): EventRecorder[
           path: apiPath(events, subject.namespace),
           body,
         }).pipe(
+          Effect.tapError((error) => (isRetryable(error) ? recordFault("event", "retried") : Effect.void)),
+          Effect.retry(schedule),
+          Effect.timeoutOrElse({
+            duration: budget,
+            orElse: () =>
+              Effect.fail(
+                new KubeError({ reason: "Transient", code: 0, message: "timed out (all attempts)" }),
+              ),
+          }),
           Effect.asVoid,
           Effect.catch((error) =>
-            Effect.logWarning(
-              `event ${event.reason} on ${subject.namespace}/${subject.name} not recorded: ${error.code} ${error.reason}: ${error.message}`,
+            recordFault("event", "dropped").pipe(
+              Effect.andThen(
+                Effect.logWarning(
+                  `event ${event.reason} on ${subject.namespace}/${subject.name} dropped: ${error.code} ${error.reason}: ${error.message}`,
+                ),
+              ),
             ),
           ),
         );

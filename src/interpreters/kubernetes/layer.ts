@@ -23,8 +23,11 @@ export interface KubernetesLayerOptions {
   readonly resource: ResourceRef;
   /** Share a counter with other clients (e.g. the informer); default: a new one. */
   readonly counter?: RequestCounter;
+  /** Retries of the writer and of the event recorder (each has its own default). */
   readonly retry?: RetryPolicy;
   readonly requestTimeout?: Duration.Input;
+  /** The writer's threshold for a WARN about an unanswered write (default 5 s). */
+  readonly slowWriteAfter?: Duration.Input;
   readonly reportingController?: string;
   readonly reportingInstance?: string;
 }
@@ -38,11 +41,15 @@ export const kubernetesLayer = (
     resource: options.resource,
     counter,
     ...(options.requestTimeout === undefined ? {} : { requestTimeout: options.requestTimeout }),
+    ...(options.retry === undefined ? {} : { retry: options.retry }),
   };
   return Layer.mergeAll(
     Layer.succeed(KubeRequests, counter),
     Layer.sync(TaskWriter, () =>
-      makeTaskWriter({ ...common, ...(options.retry === undefined ? {} : { retry: options.retry }) }),
+      makeTaskWriter({
+        ...common,
+        ...(options.slowWriteAfter === undefined ? {} : { slowWriteAfter: options.slowWriteAfter }),
+      }),
     ),
     Layer.sync(EventRecorder, () =>
       makeEventRecorder({

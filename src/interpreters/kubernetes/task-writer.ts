@@ -14,6 +14,8 @@
  *
  * Transient failures (network, timeouts, 429, 5xx) are retried with a jittered exponential schedule; a
  * Conflict or NotFound comes back at once: the caller decides (re-read, drop, re-apply the result).
+ * Faults are visible (write-faults.ts): each failed attempt, each attempt still unanswered after
+ * `slowWriteAfter`, and each write given up is logged at WARN and counted (`KubeFaults`).
  */
 import * as Context from "effect/Context";
 import * as Duration from "effect/Duration";
@@ -32,6 +34,7 @@ import {
   type StatusChanges,
   statusJsonPatch,
 } from "../status-json-patch.ts";
+import { watchWrite } from "./write-faults.ts";
 
 /** The object a write is about, as last read (TaskMeta from task-kind.ts fits). */
 export interface WriteTarget {
@@ -97,6 +100,8 @@ export interface TaskWriterOptions {
   readonly retry?: RetryPolicy;
   /** Bound on one attempt (default 30 s). */
   readonly requestTimeout?: Duration.Input;
+  /** An attempt unanswered this long is logged at WARN and counted as slow (default 5 s). */
+  readonly slowWriteAfter?: Duration.Input;
 }
 
 const unexpected = (verb: Verb, code: number): KubeError =>
@@ -117,6 +122,7 @@ export const makeTaskWriter = (options: TaskWriterOptions): TaskWriter["Service"
     timeout: options.requestTimeout ?? Duration.seconds(30),
   };
   const schedule = retrySchedule(options.retry ?? defaultRetryPolicy);
+  const watched = watchWrite(options.slowWriteAfter ?? Duration.seconds(5));
   const objectPath = (target: WriteTarget, subresource?: string) =>
     apiPath(options.resource, target.namespace, target.name, subresource);
 
@@ -127,40 +133,49 @@ export const makeTaskWriter = (options: TaskWriterOptions): TaskWriter["Service"
     return Effect.succeed(data);
   };
 
-  const patchMetadata = (target: WriteTarget, metadata: Record<string, unknown>) =>
-    kubeRequest(settings, "patch", client, {
-      method: "PATCH",
-      path: objectPath(target),
-      body: { metadata: { resourceVersion: target.resourceVersion, ...metadata } },
-      contentType: mergePatch,
-    }).pipe(
-      Effect.flatMap((response) => ownObject(target, "patch", response.status, response.body)),
-      Effect.retry(schedule),
+  const patchMetadata = (
+    operation: "addFinalizer" | "removeFinalizer",
+    target: WriteTarget,
+    metadata: Record<string, unknown>,
+  ) =>
+    watched(
+      operation,
+      target,
+      schedule,
+      kubeRequest(settings, "patch", client, {
+        method: "PATCH",
+        path: objectPath(target),
+        body: { metadata: { resourceVersion: target.resourceVersion, ...metadata } },
+        contentType: mergePatch,
+      }).pipe(Effect.flatMap((response) => ownObject(target, "patch", response.status, response.body))),
     );
 
   return TaskWriter.of({
     addFinalizer: (target, finalizer, machineVersion) => {
       const existing = finalizersOf({ metadata: target });
-      return patchMetadata(target, {
+      return patchMetadata("addFinalizer", target, {
         finalizers: existing.includes(finalizer) ? existing : [...existing, finalizer],
         annotations: { [machineVersionAnnotation]: String(machineVersion) },
       }).pipe(Effect.withSpan("TaskWriter.addFinalizer"));
     },
 
     removeFinalizer: (target, finalizer) =>
-      patchMetadata(target, {
+      patchMetadata("removeFinalizer", target, {
         finalizers: finalizersOf({ metadata: target }).filter((f) => f !== finalizer),
       }).pipe(Effect.withSpan("TaskWriter.removeFinalizer")),
 
     patchStatus: (target, changes) =>
-      kubeRequest(settings, "patch", client, {
-        method: "PATCH",
-        path: objectPath(target, "status"),
-        body: statusJsonPatch(target, changes),
-        contentType: jsonPatch,
-      }).pipe(
-        Effect.flatMap((response) => ownObject(target, "patch", response.status, response.body)),
-        Effect.retry(schedule),
+      watched(
+        "patchStatus",
+        target,
+        schedule,
+        kubeRequest(settings, "patch", client, {
+          method: "PATCH",
+          path: objectPath(target, "status"),
+          body: statusJsonPatch(target, changes),
+          contentType: jsonPatch,
+        }).pipe(Effect.flatMap((response) => ownObject(target, "patch", response.status, response.body))),
+      ).pipe(
         Effect.mapError((error) =>
           error.code === 422 && error.message === jsonPatchNotApplicable
             ? new KubeError({
@@ -174,12 +189,16 @@ export const makeTaskWriter = (options: TaskWriterOptions): TaskWriter["Service"
       ),
 
     deleteTask: (target) =>
-      kubeRequest(settings, "delete", client, {
-        method: "DELETE",
-        path: objectPath(target),
-        body: { preconditions: { uid: target.uid } },
-      }).pipe(
-        Effect.retry(schedule),
+      watched(
+        "deleteTask",
+        target,
+        schedule,
+        kubeRequest(settings, "delete", client, {
+          method: "DELETE",
+          path: objectPath(target),
+          body: { preconditions: { uid: target.uid } },
+        }),
+      ).pipe(
         // An object removed at once comes back as a `Status`; one held by finalizers as the object.
         Effect.map((response): KubeObject | undefined =>
           isKubeObject(response.body) && finalizersOf(response.body).length > 0 ? response.body : undefined,
