@@ -19,7 +19,6 @@ import { FaultCounter, KubeFaults } from "../interpreters/kubernetes/fault-count
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
 import { KubeconfigError, loadKubeClient } from "../kube/kubeconfig-loader.ts";
-import { RequestCounter } from "../kube/request-metrics.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
 import { ContactCounter } from "../runtime/api-contact.ts";
 import { type ControllerHandle, runController } from "../runtime/controller.ts";
