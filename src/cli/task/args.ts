@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { cliFieldManager, type KubeClient } from "../../kube/kube-client.ts";
 import { loadKubeTarget } from "../../kube/kubeconfig-loader.ts";
 import { OptionError, parseDuration } from "../options.ts";
+import { parseArgsMessage } from "../parse-args-message.ts";
 import { type CliKind, describeKinds, findKind } from "./cli-kind.ts";
 
 export type FlagValue = string | boolean | undefined;
@@ -47,7 +48,7 @@ export const parseFlags = (argv: ReadonlyArray<string>, specs: FlagSpecs, usageH
     }
     return { flags, positionals };
   } catch (error) {
-    throw new OptionError(`${error instanceof Error ? error.message : String(error)}; see ${usageHint}`);
+    throw new OptionError(`${parseArgsMessage(error)}; see ${usageHint}`);
   }
 };
 
