@@ -112,6 +112,8 @@ Prints a shell completion script for opstask: commands, flags, flag values and t
 
   bash:  source <(opstask completion bash)        (or add that line to ~/.bashrc)
   zsh:   source <(opstask completion zsh)         (or add that line to ~/.zshrc)
+
+  -h, --help   this text
 `;
 
 export const completionCommand = async (argv: ReadonlyArray<string>): Promise<number> => {

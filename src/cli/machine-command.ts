@@ -32,6 +32,9 @@ const usage = `Usage: opstask machine [--format json|mermaid|dot|svg]
 Prints the task lifecycle machine, from its definition: mermaid (default; the README's diagram),
 dot and svg (Graphviz; every edge with its guard), or json (XState's definition, importable into
 Stately Studio).
+
+  --format FORMAT   json | mermaid | dot | svg (default mermaid)
+  -h, --help        this text
 `;
 
 const parse = (argv: ReadonlyArray<string>) => {

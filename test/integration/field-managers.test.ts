@@ -58,8 +58,18 @@ describe("field managers on every write", () => {
     let out = "";
     let err = "";
     const io: TaskIo = {
-      stdout: { write: (text) => void (out += text), isTTY: false },
-      stderr: { write: (text) => void (err += text), isTTY: false },
+      stdout: {
+        write: (text) => {
+          out += text;
+        },
+        isTTY: false,
+      },
+      stderr: {
+        write: (text) => {
+          err += text;
+        },
+        isTTY: false,
+      },
       env: {},
       program: "opstask",
     };
