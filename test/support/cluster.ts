@@ -15,15 +15,14 @@ import {
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
-/** `shared/` beside the clone (CI layout), overridable with OPSTASK_SHARED_DIR. */
-export const sharedDir = process.env.OPSTASK_SHARED_DIR ?? resolve(repoRoot, "../shared");
-
-export const druidCrdDir = join(sharedDir, "compat", "druid-crds");
-
-/** etcd-druid's EtcdOpsTask and Etcd CRDs (the drop-in compatibility reference). */
+/**
+ * etcd-druid's EtcdOpsTask and Etcd CRDs as the repository keeps them (vendor/etcd-druid/README.md):
+ * what opstask must run against unchanged. test/api/crd.test.ts compares them with etcd-druid's own
+ * files when a directory of those is given (`OPSTASK_DRUID_CRDS`).
+ */
 export const druidCrds: readonly string[] = [
-  join(druidCrdDir, "druid.gardener.cloud_etcdopstasks.yaml"),
-  join(druidCrdDir, "druid.gardener.cloud_etcds.yaml"),
+  join(repoRoot, "vendor", "etcd-druid", "crds", "druid.gardener.cloud_etcdopstasks.yaml"),
+  join(repoRoot, "deploy", "crds", "druid.gardener.cloud_etcds.yaml"),
 ];
 
 const BUILD_TIMEOUT_MS = 45 * 60_000;
