@@ -56,7 +56,7 @@ const decoded = <A>(
 
 /**
  * An empty name would turn the GET into a LIST of the collection; no object has it, so it is NotFound
- * (what druid's cached client answers, contract §1.9).
+ * (what druid's cached client answers, docs/contract.md §8).
  */
 const named = <A>(
   resource: Resource,

@@ -6,7 +6,7 @@ import type { LastError, OperationState, OperationType, TaskState, TaskStatus } 
 import { toWireTime } from "./time.ts";
 import type { TaskError } from "./types.ts";
 
-/** The CRD allows 10 entries and druid's docs promise 10; druid's code keeps 3 (contract decision 1). */
+/** The CRD allows 10 entries and druid's docs promise 10; druid's code keeps 3 (docs/contract.md §13 D1). */
 export const maxLastErrors = 10;
 
 /** Moves to `state`. `lastTransitionTime` changes only when the state does; `startedAt` is set once. */
@@ -39,7 +39,7 @@ export const withOperation = (
   };
 };
 
-/** `[Operation: <type>, Code: <code>] message: <message>, cause: <cause>` (contract §1.6). */
+/** `[Operation: <type>, Code: <code>] message: <message>, cause: <cause>` (docs/contract.md §6). */
 export const describeError = (type: OperationType, error: TaskError): string =>
   `[Operation: ${type}, Code: ${error.code}] message: ${error.message}, cause: ${error.cause}`;
 

@@ -46,7 +46,7 @@ export const etcdOpsTaskKind: TaskKind<EtcdOpsTask> = {
   facts: (task) => ({
     metadata: task.metadata,
     ttlSeconds: task.spec.ttlSecondsAfterFinished,
-    // Druid keys duplicates on a non-nil etcdName; "" is a group of its own (contract §1.9).
+    // Druid keys duplicates on a non-nil etcdName; "" is a group of its own (docs/contract.md §8).
     ...(task.spec.etcdName === undefined ? {} : { group: task.spec.etcdName }),
     member: task.spec.config.kind === "unsupported" ? task.spec.config.member : task.spec.config.kind,
     status: task.status ?? {},

@@ -92,7 +92,7 @@ describe("the examples and the contract's fixtures decode", () => {
     });
   });
 
-  it("decodes F-TASK (contract §3) and applies the CRD defaults", () => {
+  it("decodes F-TASK (docs/contract.md §14) and applies the CRD defaults", () => {
     const tasks = contractFixtureBlocks().filter((block) => block.kind === Kind);
     expect(tasks).toHaveLength(1);
     for (const fixture of tasks) {
@@ -121,7 +121,7 @@ describe("the examples and the contract's fixtures decode", () => {
   });
 });
 
-describe("defaults (CRD §2.2) are applied on decode", () => {
+describe("defaults (CRD §1.2) are applied on decode", () => {
   it("ttlSecondsAfterFinished defaults to 3600", () => {
     expect(decoded(taskWith({ onDemandSnapshot: { type: "delta" } })).spec.ttlSecondsAfterFinished).toBe(
       3600,
