@@ -158,6 +158,12 @@ describe("opstask get, delete and the kubeconfig, kubectl's way", () => {
     const object = JSON.parse(one.out) as { kind: string; metadata: { name: string; labels: object } };
     expect(object.kind).toBe("EtcdOpsTask");
     expect(object.metadata).toMatchObject({ name: "alpha", namespace, labels: { app: "x" } });
+    // As kubectl: managedFields only when asked for.
+    expect(object.metadata).not.toHaveProperty("managedFields");
+    const managed = await run("get", [...at(), "alpha", "-o", "json", "--show-managed-fields"]);
+    const fields = (JSON.parse(managed.out) as { metadata: { managedFields?: Array<{ manager: string }> } })
+      .metadata.managedFields;
+    expect(fields?.map((entry) => entry.manager)).toContain("opstask");
 
     const list = await run("get", [...at(), "-o", "yaml"]);
     expect(list.code).toBe(0);

@@ -142,6 +142,7 @@ ERROR (code); with NAMEs only those (exit 1 when one does not exist).
 
   -o, --output FORMAT   json or yaml (the objects; several as a List), name (kind.group/name), or
                         wide (adds TYPE, the config member, and DESCRIPTION, the last operation's)
+  --show-managed-fields with -o json|yaml: keep metadata.managedFields (who wrote which field)
   -l, --selector SEL    only tasks whose labels match (app=x, tier!=db, 'env in (a,b)')
   -A, --all-namespaces  tasks of every namespace (adds a NAMESPACE column)
   -w, --watch           after the first answer, print a row (or document) whenever a task changes
@@ -157,6 +158,7 @@ ${exitHelp}`,
           "all-namespaces": { type: "boolean", short: "A" },
           watch: { type: "boolean", short: "w" },
           output: { type: "string", short: "o" },
+          "show-managed-fields": { type: "boolean" },
           ...selectorFlag,
         },
         usageHint,
@@ -180,6 +182,7 @@ ${exitHelp}`,
         names,
         labelSelector,
         output,
+        showManagedFields: booleanFlag(parsed.flags, "show-managed-fields"),
         watch: booleanFlag(parsed.flags, "watch"),
         stdout: io.stdout,
         stderr: io.stderr,

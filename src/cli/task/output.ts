@@ -2,6 +2,7 @@
  * `-o json|yaml|name|wide` as kubectl prints them: one object as itself, several as a `List`; `name`
  * as `<kind>.<group>/<name>`; `wide` is the table with more columns. With `-w`, each change is one
  * more document (JSON objects one after the other, YAML documents separated by `---`).
+ * `metadata.managedFields` is left out unless asked for (`--show-managed-fields`), as kubectl does.
  */
 import { stringify } from "yaml";
 import type { KubeObject } from "../../kube/object.ts";
@@ -25,14 +26,23 @@ export const nameOf = (kind: CliKind, object: KubeObject): string =>
 
 const json = (value: unknown): string => `${JSON.stringify(value, null, 4)}\n`;
 
+/** The object without `metadata.managedFields`, unless `show`. */
+const withoutManagedFields = (object: KubeObject, show: boolean): KubeObject => {
+  if (show || object.metadata.managedFields === undefined) return object;
+  const { managedFields: _, ...metadata } = object.metadata;
+  return { ...object, metadata };
+};
+
 /** The objects in `format` (json, yaml or name); `single`: one object asked for by name. */
 export const renderObjects = (
   kind: CliKind,
   format: "json" | "yaml" | "name",
-  objects: ReadonlyArray<KubeObject>,
+  all: ReadonlyArray<KubeObject>,
   single: boolean,
+  showManagedFields = false,
 ): string => {
-  if (format === "name") return objects.map((object) => `${nameOf(kind, object)}\n`).join("");
+  if (format === "name") return all.map((object) => `${nameOf(kind, object)}\n`).join("");
+  const objects = all.map((object) => withoutManagedFields(object, showManagedFields));
   const value =
     single && objects.length === 1
       ? objects[0]
@@ -41,9 +51,14 @@ export const renderObjects = (
 };
 
 /** One watched change in `format`: a JSON object, a YAML document, or a name. */
-export const renderChange = (kind: CliKind, format: "json" | "yaml" | "name", object: KubeObject): string =>
+export const renderChange = (
+  kind: CliKind,
+  format: "json" | "yaml" | "name",
+  object: KubeObject,
+  showManagedFields = false,
+): string =>
   format === "name"
     ? `${nameOf(kind, object)}\n`
     : format === "json"
-      ? json(object)
-      : `---\n${stringify(object)}`;
+      ? json(withoutManagedFields(object, showManagedFields))
+      : `---\n${stringify(withoutManagedFields(object, showManagedFields))}`;

@@ -88,6 +88,8 @@ export interface GetOptions {
   readonly names: ReadonlyArray<string>;
   readonly labelSelector: string | undefined;
   readonly output: OutputFormat;
+  /** With `-o json|yaml`: keep `metadata.managedFields` (who wrote which field). */
+  readonly showManagedFields: boolean;
   readonly watch: boolean;
   readonly stdout: Output;
   readonly stderr: Output;
@@ -119,7 +121,10 @@ export const getTasks = (options: GetOptions): Effect.Effect<number, KubeError> 
             : `No resources found in ${namespace} namespace.\n`,
         );
       else if (tabular) stdout.write(formatTable(rows));
-      else stdout.write(renderObjects(kind, output, objects, options.names.length === 1));
+      else
+        stdout.write(
+          renderObjects(kind, output, objects, options.names.length === 1, options.showManagedFields),
+        );
       if (!options.watch) return 0;
 
       // Later rows keep the first table's widths (a longer cell only pushes its own row).
@@ -148,7 +153,7 @@ export const getTasks = (options: GetOptions): Effect.Effect<number, KubeError> 
             printed.set(view.uid, shown);
             if (change.type === "DELETED") printed.delete(view.uid);
             if (!tabular) {
-              stdout.write(renderChange(kind, output, change.object));
+              stdout.write(renderChange(kind, output, change.object, options.showManagedFields));
               return;
             }
             if (!headerShown) stdout.write(`${formatRow(header, widths)}\n`);
