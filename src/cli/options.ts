@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
+import { parseArgsMessage } from "./parse-args-message.ts";
 
 export type Source = "flag" | "env" | "config" | "default";
 
@@ -243,9 +244,7 @@ export const readControllerOptions = (
   try {
     parsed = parseArgs({ args: [...argv], options: flagOptions, strict: true, allowPositionals: false });
   } catch (error) {
-    throw new OptionError(
-      `${error instanceof Error ? error.message : String(error)}; see 'opstask controller --help'`,
-    );
+    throw new OptionError(`${parseArgsMessage(error)}; see 'opstask controller --help'`);
   }
   const configPath = (parsed.values.config as string | undefined) ?? env.OPSTASK_CONFIG;
   let config: Record<string, unknown> = {};

@@ -227,6 +227,20 @@ describe("opstask get, delete and the kubeconfig, kubectl's way", () => {
     expect(new Set(lines)).toEqual(new Set(["etcdopstask.druid.gardener.cloud/watched"]));
   });
 
+  it("completes task names from the cluster, for opstask and the kubectl plugin", () => {
+    const plugin = spawnSync(
+      join(repoRoot, "bin", "kubectl_complete-opstask"),
+      ["describe", "--kubeconfig", kubeconfig, ""],
+      { encoding: "utf8", timeout: 60_000 },
+    );
+    expect(plugin.stdout.split("\n").filter(Boolean)).toEqual(["alpha", "beta", "watched", ":4"]);
+    const flags = spawnSync(join(repoRoot, "bin", "kubectl_complete-opstask"), ["get", "-o", ""], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(flags.stdout).toBe("json\nyaml\nname\nwide\n:4\n");
+  });
+
   it("deletes by name and by selector; a missing task is exit 1 and the others still go", async () => {
     const deleted = await run("delete", [...at(), "beta", "no-such-task"]);
     expect(deleted.code).toBe(1);
