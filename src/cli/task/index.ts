@@ -79,7 +79,6 @@ const createCommand =
     name: string,
     flags: FlagSpecs,
     manifestOf: (etcd: string, values: Parsed["flags"]) => object,
-    kinds: ReadonlyArray<CliKind>,
   ): TaskCommandSpec["prepare"] =>
   async (argv, io) => {
     const usageHint = hint(name, io);
@@ -89,7 +88,7 @@ const createCommand =
     const [etcd = ""] = positionals(parsed, ["etcd"], usageHint);
     const manifest = manifestOf(etcd, parsed.flags);
     const wait = waitSettings(parsed.flags, io);
-    const target = await resolveTarget(parsed.flags, io.env, [etcdCliKind, ...kinds]);
+    const target = await resolveTarget(parsed.flags, io.env, [etcdCliKind]);
     return createAndMaybeWait({
       cluster: connect(target.client, target.kind),
       namespace: target.namespace,
@@ -113,7 +112,7 @@ Creates an EtcdOpsTask that takes an on-demand snapshot of <etcd> and prints its
 ${createHelp}
 ${commonHelp}`,
     interruptedExit: WaitExit.interrupted,
-    prepare: createCommand("snapshot", snapshotFlags, snapshotManifest, kinds),
+    prepare: createCommand("snapshot", snapshotFlags, snapshotManifest),
   };
 
   const maintain: TaskCommandSpec = {
@@ -130,7 +129,7 @@ compaction runs first, so that defragmentation reclaims the space it freed.
 ${createHelp}
 ${commonHelp}`,
     interruptedExit: WaitExit.interrupted,
-    prepare: createCommand("maintain", maintainFlags, maintenanceManifest, kinds),
+    prepare: createCommand("maintain", maintainFlags, maintenanceManifest),
   };
 
   const get: TaskCommandSpec = {
