@@ -16,14 +16,21 @@ import {
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 /**
- * etcd-druid's EtcdOpsTask and Etcd CRDs as the repository keeps them (vendor/etcd-druid/README.md):
- * what opstask must run against unchanged. test/api/crd.test.ts compares them with etcd-druid's own
- * files when a directory of those is given (`OPSTASK_DRUID_CRDS`).
+ * etcd-druid's EtcdOpsTask and Etcd CRDs: what opstask must run against unchanged. By default the
+ * copies the repository keeps (vendor/etcd-druid/README.md), which test/api/crd.test.ts compares with
+ * etcd-druid's own files when it has them; `OPSTASK_DRUID_CRDS` names a directory of etcd-druid's
+ * files to run against instead (another etcd-druid version, say).
  */
-export const druidCrds: readonly string[] = [
-  join(repoRoot, "vendor", "etcd-druid", "crds", "druid.gardener.cloud_etcdopstasks.yaml"),
-  join(repoRoot, "deploy", "crds", "druid.gardener.cloud_etcds.yaml"),
-];
+export const druidCrds: readonly string[] =
+  process.env.OPSTASK_DRUID_CRDS !== undefined && process.env.OPSTASK_DRUID_CRDS !== ""
+    ? [
+        join(process.env.OPSTASK_DRUID_CRDS, "druid.gardener.cloud_etcdopstasks.yaml"),
+        join(process.env.OPSTASK_DRUID_CRDS, "druid.gardener.cloud_etcds.yaml"),
+      ]
+    : [
+        join(repoRoot, "vendor", "etcd-druid", "crds", "druid.gardener.cloud_etcdopstasks.yaml"),
+        join(repoRoot, "deploy", "crds", "druid.gardener.cloud_etcds.yaml"),
+      ];
 
 const BUILD_TIMEOUT_MS = 45 * 60_000;
 const START_TIMEOUT_MS = 90_000;
