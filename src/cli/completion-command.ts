@@ -29,7 +29,7 @@ export const completionFlags: Readonly<Record<string, ReadonlyArray<string>>> = 
   ],
   describe: common,
   wait: ["--wait-timeout", ...common],
-  delete: ["-l", "--selector", ...common],
+  delete: ["-l", "--selector", "--wait", "--wait-timeout", ...common],
   machine: ["--format", "-h", "--help"],
   completion: ["-h", "--help"],
 };

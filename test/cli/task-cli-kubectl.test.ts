@@ -11,7 +11,7 @@ import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { completionFlags } from "../../src/cli/completion-command.ts";
@@ -242,15 +242,33 @@ describe("opstask get, delete and the kubeconfig, kubectl's way", () => {
   });
 
   it("deletes by name and by selector; a missing task is exit 1 and the others still go", async () => {
-    const deleted = await run("delete", [...at(), "beta", "no-such-task"]);
+    const deleted = await run("delete", [...at(), "beta", "no-such-task", "--wait"]);
     expect(deleted.code).toBe(1);
     expect(deleted.out).toBe('etcdopstask.druid.gardener.cloud "beta" deleted\n');
     expect(deleted.err).toMatch(
       /^Error from server \(NotFound\): etcdopstask.druid.gardener.cloud "no-such-task": /,
     );
-    await waitFor("beta to be gone", async () =>
-      (await run("get", [...at(), "beta"])).code === 1 ? true : undefined,
+    // --wait returned only once beta was gone (the controller's cleanup and release done).
+    expect((await run("get", [...at(), "beta"])).code).toBe(1);
+
+    // A foreign finalizer keeps a deleted task: --wait gives up after --wait-timeout, exit 3.
+    const api = kc.makeApiClient(CustomObjectsApi);
+    await api.createNamespacedCustomObject({
+      ...gvr,
+      namespace,
+      body: { ...task("held", { app: "h" }), metadata: { name: "held", finalizers: ["example.com/keep"] } },
+    });
+    const held = await run("delete", [...at(), "held", "--wait", "--wait-timeout", "1s"]);
+    expect(held).toEqual({
+      code: 3,
+      out: 'etcdopstask.druid.gardener.cloud "held" deleted\n',
+      err: "error: timed out after 1s waiting for the deleted tasks to be gone (describe shows what holds them)\n",
+    });
+    await api.patchNamespacedCustomObject(
+      { ...gvr, namespace, name: "held", body: [{ op: "remove", path: "/metadata/finalizers" }] },
+      setHeaderOptions("Content-Type", PatchStrategy.JsonPatch),
     );
+    expect((await run("delete", [...at(), "--wait-timeout", "1s", "held"])).code).toBe(2);
     const bySelector = await run("delete", [...at(), "--context", "elsewhere", "-l", "app=x"]);
     expect(bySelector).toEqual({
       code: 0,

@@ -242,14 +242,22 @@ Deletes tasks. The controller runs each task's cleanup, then releases it; a hand
 finishes first. A missing task is reported and the others are still deleted.
 
   -l, --selector SEL    delete every task of the namespace whose labels match
+  --wait                return once the tasks are gone (cleanup done, finalizers released); exit 3
+                        when --wait-timeout runs out first
+  --wait-timeout DUR    give up waiting after DUR (90s, 20m; default 20m; env OPSTASK_WAIT_TIMEOUT)
 
 ${commonHelp}
 ${exitHelp}`,
     interruptedExit: WaitExit.interrupted,
     prepare: async (argv, io) => {
       const usageHint = hint("delete", io);
-      const parsed = parseFlags(argv, selectorFlag, usageHint);
+      const parsed = parseFlags(
+        argv,
+        { ...selectorFlag, wait: { type: "boolean" }, "wait-timeout": { type: "string" } },
+        usageHint,
+      );
       const labelSelector = selectorOf(parsed.flags);
+      const wait = waitSettings(parsed.flags, io);
       if (parsed.positionals.length === 0 && labelSelector === undefined)
         throw new OptionError(`missing NAME: expected task names or -l SELECTOR; see ${usageHint}`);
       if (parsed.positionals.length > 0 && labelSelector !== undefined)
@@ -260,6 +268,7 @@ ${exitHelp}`,
         namespace: target.namespace,
         names: parsed.positionals,
         labelSelector,
+        waitTimeoutMs: wait,
         stdout: io.stdout,
         stderr: io.stderr,
       });
