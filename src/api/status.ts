@@ -1,6 +1,6 @@
 /**
  * The persisted status of a task, exactly as etcd-druid's EtcdOpsTask CRD declares it
- * (contract §1.3). Nothing outside these fields survives a write against druid's CRD (the
+ * (docs/contract.md §3). Nothing outside these fields survives a write against druid's CRD (the
  * apiserver prunes unknown status fields), so the lifecycle is derived from these alone.
  */
 
@@ -28,7 +28,7 @@ export interface LastOperation {
 export interface LastError {
   /** An error code such as `ERR_GET_ETCD`. */
   readonly code: string;
-  /** `[Operation: <type>, Code: <code>] message: <message>, cause: <cause>` (contract §1.6). */
+  /** `[Operation: <type>, Code: <code>] message: <message>, cause: <cause>` (docs/contract.md §6). */
   readonly description: string;
   /** RFC 3339, second precision. */
   readonly observedAt: string;

@@ -3,11 +3,13 @@
  * what the board keeps of a task instead of the object.
  */
 import type { ExplainInput } from "../ui/board-store.ts";
+import { etcdCliKind } from "./task/etcd-kind.ts";
 import { why } from "./task/explain.ts";
 
 export const boardWhy = (input: ExplainInput, now: number): string =>
   why(
     {
+      kind: etcdCliKind,
       namespace: input.namespace,
       name: input.name,
       uid: input.uid,
@@ -15,9 +17,10 @@ export const boardWhy = (input: ExplainInput, now: number): string =>
       createdAt: input.createdAt,
       deletingSince: input.deletingSince,
       finalizers: input.finalizers,
-      etcdName: input.group === "" ? undefined : input.group,
+      group: input.group === "" ? undefined : input.group,
+      member: "",
       ttlSeconds: input.ttlSeconds,
-      config: undefined,
+      summary: undefined,
       invalid: input.invalid,
       status: input.status,
     },

@@ -15,7 +15,7 @@ import { runDevCluster } from "../devcluster/dev.ts";
 import { createReadyEtcd } from "../devcluster/ready-etcd.ts";
 import { loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { serveController } from "./controller-command.ts";
-import { type ControllerOptions, readControllerOptions } from "./options.ts";
+import { type ControllerOptions, controllerHelp, readControllerOptions } from "./options.ts";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const crds = ["druid.gardener.cloud_etcdopstasks.yaml", "druid.gardener.cloud_etcds.yaml"].map((file) =>
@@ -71,8 +71,8 @@ const runLocal = async (options: ControllerOptions): Promise<void> => {
         process.stderr.write(
           [
             `  export KUBECONFIG=${plane.kubeconfigPath}`,
-            `  kubectl apply -f ${join(repoRoot, "..", "shared", "compat", "druid-crds", "example-on-demand-snapshot.yaml")}`,
-            "  kubectl get etcdopstasks -w      # InProgress → Succeeded (Pending only while a task waits)",
+            `  kubectl apply -f ${join(repoRoot, "examples", "tasks", "on-demand-snapshot.yaml")}`,
+            `  ${join(repoRoot, "opstask")} get -w      # InProgress → Succeeded (Pending only while a task waits)`,
             "Ctrl-C stops everything.",
             "",
           ].join("\n"),
@@ -94,7 +94,26 @@ const runLocal = async (options: ControllerOptions): Promise<void> => {
   }
 };
 
+const devHelp = (): string =>
+  [
+    "Usage: opstask dev [options]",
+    "",
+    "Without a cluster (neither --kubeconfig nor $KUBECONFIG): starts a local kube-apiserver and etcd",
+    "(binaries built once into ~/.cache/opstask/testbin), installs opstask's CRDs from deploy/crds,",
+    "starts etcd with etcd-backup-restore for a demo Etcd `etcd-test` in `default`, and runs the",
+    "controller on it; the kubeconfig is written to ~/.cache/opstask/dev/kubeconfig. With",
+    "--kubeconfig it is `opstask controller`. Ctrl-C stops everything.",
+    "",
+    "Options are the controller's:",
+    "",
+    ...controllerHelp().split("\n").slice(4),
+  ].join("\n");
+
 export const devCommand = async (argv: ReadonlyArray<string>): Promise<number> => {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(`${devHelp()}\n`);
+    return 0;
+  }
   const read = readControllerOptions(argv);
   // The task board is on in dev (loopback, a free port; its URL with the token is printed).
   const options = { ...read, ui: read.sources.ui === "default" ? "127.0.0.1:0" : read.ui };

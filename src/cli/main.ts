@@ -4,7 +4,8 @@
  *   controller   run the EtcdOpsTask controller against a cluster
  *   dev          start a local control plane and run the controller on it (no cluster needed)
  *   machine      print the task lifecycle machine (json | mermaid | dot | svg)
- *   snapshot, maintain, get, describe, wait   the task CLI (src/cli/task; also `kubectl opstask`)
+ *   snapshot, maintain, get, describe, wait, delete   the task CLI (src/cli/task; also `kubectl opstask`)
+ *   completion   a bash or zsh completion script
  */
 import { readFile } from "node:fs/promises";
 import { OptionError } from "./options.ts";
@@ -18,10 +19,14 @@ Commands:
   machine      print the task lifecycle machine: --format json | mermaid | dot | svg
   snapshot     create an on-demand snapshot task: snapshot <etcd> --type full|delta [--final] [--wait]
   maintain     create a maintenance task: maintain <etcd> [--compact [--physical]] [--defrag] [--wait]
-  get          list tasks (-A: all namespaces, -w: watch)
+  get          list tasks: get [NAME…] [-o json|yaml|name|wide] [-l SELECTOR] [-A] [-w]
   describe     explain why a task is where it is
   wait         follow a task until it ends (exit 0 on Succeeded, 1 on Failed/Rejected)
   version      print the version (also --version)
+  delete       delete tasks: delete NAME… | -l SELECTOR
+  completion   print a shell completion script: completion bash|zsh
+
+Every command takes --help. Task commands take --kubeconfig, --context and -n/--namespace.
 `;
 
 type Command = (argv: ReadonlyArray<string>) => Promise<number>;
@@ -42,6 +47,7 @@ const commands: Record<string, Command> = {
   controller: async (argv) => (await import("./controller-command.ts")).controllerCommand(argv),
   dev: async (argv) => (await import("./dev-command.ts")).devCommand(argv),
   machine: async (argv) => (await import("./machine-command.ts")).machineCommand(argv),
+  completion: async (argv) => (await import("./completion-command.ts")).completionCommand(argv),
   ...Object.fromEntries(taskCommandNames.map((name) => [name, task(name)])),
 };
 

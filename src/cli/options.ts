@@ -8,6 +8,7 @@ import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { isImageReference } from "../etcd/on-demand-snapshot-compaction/image-policy.ts";
 import { DefaultCompactionImage } from "../etcd/on-demand-snapshot-compaction/job-spec.ts";
+import { parseArgsMessage } from "./parse-args-message.ts";
 
 export type Source = "flag" | "env" | "config" | "default";
 
@@ -296,9 +297,7 @@ export const readControllerOptions = (
   try {
     parsed = parseArgs({ args: [...argv], options: flagOptions, strict: true, allowPositionals: false });
   } catch (error) {
-    throw new OptionError(
-      `${error instanceof Error ? error.message : String(error)}; see 'opstask controller --help'`,
-    );
+    throw new OptionError(`${parseArgsMessage(error)}; see 'opstask controller --help'`);
   }
   const configPath = (parsed.values.config as string | undefined) ?? env.OPSTASK_CONFIG;
   let config: Record<string, unknown> = {};

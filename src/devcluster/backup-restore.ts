@@ -1,7 +1,7 @@
 // A real etcd 3.5 + etcd-backup-restore (`etcdbrctl server`, Local snapstore) for `opstask dev` and
 // integration tests: the HTTP server that druid's on-demand snapshot handler calls
 // (POST /snapshot/full[?final=true], POST /snapshot/delta). Recipe and API:
-// /work/shared/notes/local-control-plane.md §4.
+// docs/local-control-plane.md §3.
 //
 //   const br = await startBackupRestore();
 //   await fetch(`${br.url}/snapshot/full`, { method: "POST" });   // 200, JSON Snapshot

@@ -1,5 +1,5 @@
 // A real local Kubernetes control plane (etcd + kube-apiserver, no controller-manager, no nodes) for
-// integration tests and `opstask dev`. See /work/shared/notes/local-control-plane.md for the recipe.
+// integration tests and `opstask dev`. See docs/local-control-plane.md for the recipe.
 //
 //   const cp = await startControlPlane({ crds: ["crd.yaml"] });
 //   const kc = cp.makeKubeConfig();            // admin (system:masters)

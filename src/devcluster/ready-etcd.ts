@@ -1,7 +1,7 @@
 /**
  * An Etcd object that makes tasks admissible without etcd-druid: backup enabled (optionally pointing
  * at a local etcd-backup-restore's port) and a `Ready=True` condition written through the status
- * subresource, as druid's Etcd controller would (contract §3, F-ETCD). For `opstask dev` and tests.
+ * subresource, as druid's Etcd controller would (docs/contract.md §14, F-ETCD). For `opstask dev` and tests.
  */
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 

@@ -1,6 +1,6 @@
 /**
- * `BackupRestoreHttp` over `node:http`/`node:https`, behaving like druid's Go client (contract §1.10,
- * §1.11): one fresh connection per call, TLS ≥ 1.2 with the given CA as the only trust anchors, the
+ * `BackupRestoreHttp` over `node:http`/`node:https`, behaving like druid's Go client (docs/contract.md §9,
+ * §10): one fresh connection per call, TLS ≥ 1.2 with the given CA as the only trust anchors, the
  * server verified against the logical host, no client certificate, and one deadline for the whole
  * exchange (connect + handshake + headers + body). Error texts follow Go's `Post "<url>": <reason>`.
  *

@@ -58,7 +58,7 @@ const decoded = <A>(
 
 /**
  * An empty name would turn the GET into a LIST of the collection; no object has it, so it is NotFound
- * (what druid's cached client answers, contract §1.9). A name or namespace that is no valid object
+ * (what druid's cached client answers, docs/contract.md §8). A name or namespace that is no valid object
  * name would be read as another path (`e005/status` is e005's status subresource): no object has it
  * either, so it is NotFound without a request, saying why.
  */

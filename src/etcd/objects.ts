@@ -1,6 +1,6 @@
 /**
  * The Kubernetes objects handlers read besides the Etcd, reduced to the fields they use: a StatefulSet
- * (its controller reference and pod-template secret volumes, contract §1.11) and a Secret (its data,
+ * (its controller reference and pod-template secret volumes, docs/contract.md §10) and a Secret (its data,
  * base64-decoded). Everything else in the object is accepted and dropped, so the same decoding works on
  * raw JSON, from the apiserver or the in-memory reader.
  */

@@ -1,5 +1,5 @@
 /**
- * A task handler: three phases, each returning one small result (contract §1.12). Handlers never fail
+ * A task handler: three phases, each returning one small result (docs/contract.md §4). Handlers never fail
  * their Effect: what went wrong is an outcome (`failed` ends the task, `retry` backs off). A defect
  * (a throw) is turned into a `retry` by the runtime (src/reconcile/handler-defect.ts).
  *

@@ -1,6 +1,6 @@
 /**
  * How a handler step stops: a `failed` or `retry` outcome with a description and an error in druid's
- * style (contract §1.5, §1.6). Steps fail with this one tagged value; each handler turns it into its
+ * style (docs/contract.md §5, §6). Steps fail with this one tagged value; each handler turns it into its
  * `PhaseOutcome` at the end, so a handler's own Effect never fails. Each task type keeps its error
  * codes beside its steps and builds its `failed`/`retry` helpers with `stops`.
  */

@@ -4,14 +4,14 @@
  *
  * Why not a JSON merge patch: the status subresource ignores `metadata` in a merge patch, so nothing
  * in one can stop a late handler result (a 15-minute snapshot POST) from landing on a task that was
- * deleted and re-created under the same name meanwhile (design-traps 10). A JSON patch's `test` runs
+ * deleted and re-created under the same name meanwhile (docs/design-notes.md §7). A JSON patch's `test` runs
  * against the stored object, metadata included: for another UID the apiserver answers 422 and writes
  * nothing.
  *
  * The other operations carry the changed fields one by one (`add` replaces a member that exists,
  * `remove` stands for a merge patch's `null`), so a status write still changes exactly the fields that
  * differ and carries no resourceVersion precondition: a label edit never turns it into a conflict
- * (design-traps 2), and a status changed by someone else keeps the fields we do not change.
+ * (docs/design-notes.md §2), and a status changed by someone else keeps the fields we do not change.
  *
  * JSON patch cannot add a member to an object that is not there, so a task without a status gets its
  * first status as one `add /status`, which would replace a status written since our read: that one

@@ -13,18 +13,20 @@ export type KubeAccess = KubeClient | KubeConfig;
 const asBuffer = (value: unknown): Buffer | undefined =>
   Buffer.isBuffer(value) ? value : typeof value === "string" ? Buffer.from(value) : undefined;
 
-/** One client per KubeConfig, so that its requests share connections. */
-const clients = new WeakMap<KubeConfig, KubeClient>();
+/** One client per KubeConfig and field manager, so that its requests share connections. */
+const clients = new WeakMap<KubeConfig, Map<string | undefined, KubeClient>>();
 
-export const kubeClientOf = (access: KubeAccess): KubeClient => {
+/** `fieldManager`: see `KubeClientSource` (default `opstask`); a `KubeClient` keeps its own. */
+export const kubeClientOf = (access: KubeAccess, fieldManager?: string): KubeClient => {
   if (isKubeClient(access)) return access;
-  const known = clients.get(access);
+  const known = clients.get(access)?.get(fieldManager);
   if (known !== undefined) return known;
   const server = access.getCurrentCluster()?.server;
   if (server === undefined || server === "")
     throw new Error("the KubeConfig has no current cluster with a server; load a kubeconfig into it first");
   const client = makeKubeClient({
     server,
+    ...(fieldManager === undefined ? {} : { fieldManager }),
     credentials: async () => {
       const options: RequestOptions = { headers: {} };
       await access.applyToHTTPSOptions(options);
@@ -43,6 +45,8 @@ export const kubeClientOf = (access: KubeAccess): KubeClient => {
       };
     },
   });
-  clients.set(access, client);
+  const byManager = clients.get(access) ?? new Map<string | undefined, KubeClient>();
+  byManager.set(fieldManager, client);
+  clients.set(access, byManager);
   return client;
 };

@@ -27,7 +27,21 @@ export interface KubeClientSource {
   /** The apiserver's base URL, e.g. `https://10.0.0.1:443` (a path prefix is kept). */
   readonly server: string;
   readonly credentials: () => Promise<Credentials>;
+  /**
+   * Who writes: sent as `fieldManager` on every POST, PATCH and PUT that does not name one itself, so
+   * that `metadata.managedFields` tells the controller's writes (default `opstask`) from the CLI's
+   * (`opstask-cli`) and from a user's `kubectl` edits. controller-runtime's `client.WithFieldOwner`
+   * does the same for Go controllers.
+   */
+  readonly fieldManager?: string;
 }
+
+/** The field manager of the controller's writes. */
+export const controllerFieldManager = "opstask";
+/** The field manager of the task CLI's writes (`opstask snapshot`, `opstask delete` …). */
+export const cliFieldManager = "opstask-cli";
+
+const writes: ReadonlySet<ApiRequest["method"]> = new Set(["POST", "PATCH", "PUT"]);
 
 export interface ApiRequest {
   readonly method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
@@ -128,6 +142,7 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
   const base = new URL(source.server.endsWith("/") ? source.server : `${source.server}/`);
   const secure = base.protocol === "https:";
   const prefix = base.pathname.replace(/\/$/, "");
+  const fieldManager = source.fieldManager ?? controllerFieldManager;
   // One pool per TLS identity: a rotated client certificate gets fresh connections, the old pool drains.
   const agents = new Map<string, http.Agent>();
   const agentFor = (credentials: Credentials): http.Agent => {
@@ -174,7 +189,11 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
             "Content-Length": String(payload.length),
           }),
     };
-    const url = new URL(`${prefix}${request.path}${queryString(request.query)}`, base);
+    const query =
+      writes.has(request.method) && request.query?.fieldManager === undefined
+        ? { ...request.query, fieldManager }
+        : request.query;
+    const url = new URL(`${prefix}${request.path}${queryString(query)}`, base);
     const transport = secure ? https : http;
     const attempt = (retried: boolean): Promise<http.IncomingMessage> =>
       new Promise((resolve, reject) => {

@@ -53,6 +53,20 @@ const tokenFile = (path: string): (() => string) => {
   };
 };
 
+/** Which context of a kubeconfig to use (`--context`; default its current-context) and who writes. */
+export interface KubeconfigSelection {
+  readonly context?: string | undefined;
+  /** `fieldManager` of the client's writes (default `opstask`, see `KubeClientSource`). */
+  readonly fieldManager?: string | undefined;
+}
+
+/** A client and the namespace its context names (the default namespace of kubectl-like commands). */
+export interface KubeTarget {
+  readonly client: KubeClient;
+  /** The context's `namespace` (in a pod: the pod's own); undefined when it names none. */
+  readonly namespace: string | undefined;
+}
+
 /** In-cluster: the API server's service address and the pod's service-account token and CA. */
 export const inClusterSource = (dir = serviceAccountDir): KubeClientSource => {
   const host = process.env.KUBERNETES_SERVICE_HOST;
@@ -109,8 +123,15 @@ const isYamlError = (error: unknown): boolean =>
   error instanceof YAMLParseError ||
   (error instanceof Error && (error.name === "YAMLException" || error.name === "YAMLParseError"));
 
-/** Server and credentials of a kubeconfig's current context, or undefined when client-node must read it. */
-export const kubeconfigSource = (source: string, path: string): KubeClientSource | undefined => {
+/**
+ * Server and credentials of a kubeconfig's current context (or of `contextName`), and the context's
+ * namespace; undefined when client-node must read it.
+ */
+export const kubeconfigSource = (
+  source: string,
+  path: string,
+  selected?: string,
+): (KubeClientSource & { readonly namespace?: string | undefined }) | undefined => {
   let document: unknown;
   try {
     document = parse(source);
@@ -119,14 +140,16 @@ export const kubeconfigSource = (source: string, path: string): KubeClientSource
   }
   const config = asFields(document);
   if (config === undefined) throw new KubeconfigError(`${path}: not a kubeconfig (expected a YAML mapping)`);
-  const contextName = text(config, "current-context");
+  const contextName = selected ?? text(config, "current-context");
   if (contextName === undefined)
     throw new KubeconfigError(
-      `${path}: current-context is not set; set it with \`kubectl config use-context NAME\``,
+      `${path}: current-context is not set; set it with \`kubectl config use-context NAME\` or pass --context NAME`,
     );
   const context = entry(config, "contexts", contextName, "context");
   if (context === undefined)
-    throw new KubeconfigError(`${path}: current-context "${contextName}" is not in contexts[]`);
+    throw new KubeconfigError(
+      `${path}: ${selected === undefined ? "current-context" : "--context"} "${contextName}" is not in contexts[]`,
+    );
   const clusterName = text(context, "cluster");
   const cluster = entry(config, "clusters", clusterName, "cluster");
   if (cluster === undefined)
@@ -175,6 +198,7 @@ export const kubeconfigSource = (source: string, path: string): KubeClientSource
 
   return {
     server,
+    namespace: text(context, "namespace"),
     credentials: async (): Promise<Credentials> => {
       const bearer = token?.();
       const authorization = bearer !== undefined && bearer !== "" ? `Bearer ${bearer}` : basic;
@@ -197,11 +221,17 @@ export const kubeconfigSource = (source: string, path: string): KubeClientSource
 const viaClientNode = async (
   where: string,
   load: (kubeConfig: import("@kubernetes/client-node").KubeConfig) => void,
-): Promise<KubeClient> => {
+  selection: KubeconfigSelection,
+): Promise<KubeTarget> => {
   const { KubeConfig } = await import("@kubernetes/client-node");
   const kubeConfig = new KubeConfig();
   try {
     load(kubeConfig);
+    if (selection.context !== undefined) {
+      if (kubeConfig.getContextObject(selection.context) === null)
+        throw new Error(`--context "${selection.context}" is not in contexts[]`);
+      kubeConfig.setCurrentContext(selection.context);
+    }
   } catch (error) {
     if (isYamlError(error)) throw yamlProblem(where, error);
     throw new KubeconfigError(`${where}: ${error instanceof Error ? error.message : String(error)}`);
@@ -209,13 +239,17 @@ const viaClientNode = async (
   const cluster = kubeConfig.getCurrentCluster();
   if (cluster?.proxyUrl !== undefined && cluster.proxyUrl !== "") throw proxyRefused(where, cluster.name);
   try {
-    return kubeClientOf(kubeConfig);
+    const namespace = kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace;
+    return {
+      client: kubeClientOf(kubeConfig, selection.fieldManager),
+      namespace: namespace === "" ? undefined : namespace,
+    };
   } catch (error) {
     throw new KubeconfigError(`${where}: ${error instanceof Error ? error.message : String(error)}`);
   }
 };
 
-const readKubeconfig = async (path: string): Promise<KubeClient> => {
+const readKubeconfig = async (path: string, selection: KubeconfigSelection): Promise<KubeTarget> => {
   let source: string;
   try {
     source = readFileSync(path, "utf8");
@@ -224,19 +258,55 @@ const readKubeconfig = async (path: string): Promise<KubeClient> => {
       `kubeconfig ${path} cannot be read: ${error instanceof Error ? error.message : String(error)}; pass --kubeconfig PATH or set KUBECONFIG`,
     );
   }
-  const parsed = kubeconfigSource(source, path);
-  return parsed === undefined ? viaClientNode(path, (kc) => kc.loadFromFile(path)) : makeKubeClient(parsed);
+  const parsed = kubeconfigSource(source, path, selection.context);
+  if (parsed === undefined) return viaClientNode(path, (kc) => kc.loadFromFile(path), selection);
+  const { namespace, ...client } = parsed;
+  return {
+    client: makeKubeClient({
+      ...client,
+      ...(selection.fieldManager === undefined ? {} : { fieldManager: selection.fieldManager }),
+    }),
+    namespace,
+  };
+};
+
+const readNamespaceFile = (dir: string): string | undefined => {
+  try {
+    const namespace = readFileSync(join(dir, "namespace"), "utf8").trim();
+    return namespace === "" ? undefined : namespace;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * As `loadKubeClient`, with the context's namespace, a context other than the current one
+ * (`selection.context`; in a pod there is none to choose) and the writes' field manager.
+ */
+export const loadKubeTarget = async (
+  path?: string,
+  selection: KubeconfigSelection = {},
+): Promise<KubeTarget> => {
+  if (path !== undefined && path !== "") return readKubeconfig(path, selection);
+  if (process.env.KUBERNETES_SERVICE_HOST !== undefined && selection.context === undefined) {
+    const source = inClusterSource();
+    return {
+      client: makeKubeClient({
+        ...source,
+        ...(selection.fieldManager === undefined ? {} : { fieldManager: selection.fieldManager }),
+      }),
+      namespace: readNamespaceFile(serviceAccountDir),
+    };
+  }
+  const fromEnv = (process.env.KUBECONFIG ?? "").split(":").filter((p) => p !== "");
+  if (fromEnv.length > 1)
+    return viaClientNode(`$KUBECONFIG (${fromEnv.join(":")})`, (kc) => kc.loadFromDefault(), selection);
+  return readKubeconfig(fromEnv[0] ?? join(homedir(), ".kube", "config"), selection);
 };
 
 /**
  * The client for `path` when given; else in-cluster inside a pod, else `$KUBECONFIG`, else
  * `~/.kube/config`. Rejects with a `KubeconfigError` that says which file and field is wrong.
  */
-export const loadKubeClient = async (path?: string): Promise<KubeClient> => {
-  if (path !== undefined && path !== "") return readKubeconfig(path);
-  if (process.env.KUBERNETES_SERVICE_HOST !== undefined) return makeKubeClient(inClusterSource());
-  const fromEnv = (process.env.KUBECONFIG ?? "").split(":").filter((p) => p !== "");
-  if (fromEnv.length > 1)
-    return viaClientNode(`$KUBECONFIG (${fromEnv.join(":")})`, (kc) => kc.loadFromDefault());
-  return readKubeconfig(fromEnv[0] ?? join(homedir(), ".kube", "config"));
-};
+export const loadKubeClient = async (path?: string, selection?: KubeconfigSelection): Promise<KubeClient> =>
+  (await loadKubeTarget(path, selection)).client;

@@ -1,5 +1,5 @@
 /**
- * Which peer, if any, keeps a task from being admitted (contract §1.9 and decision 4).
+ * Which peer, if any, keeps a task from being admitted (docs/contract.md §8 and §13 D4).
  *
  * Among the non-terminal tasks of one admission group, the oldest (creationTimestamp, then name)
  * goes first, and a task that is already InProgress goes before everyone. Every task applies the same

@@ -1,6 +1,6 @@
 /**
- * Every text the lifecycle itself writes (contract §1.5), in one place. Handler texts come from the
- * handlers. Druid mixes "in progress" and "in Progress"; opstask writes one form (decision 7).
+ * Every text the lifecycle itself writes (docs/contract.md §5), in one place. Handler texts come from the
+ * handlers. Druid mixes "in progress" and "in Progress"; opstask writes one form (§13 D7).
  */
 import type { OperationState, OperationType } from "../api/status.ts";
 import type { PeerTask, TaskError, Vocabulary } from "./types.ts";

@@ -7,7 +7,7 @@ import { capText } from "../api/text-cap.ts";
 import { toWireTime } from "./time.ts";
 import type { TaskError } from "./types.ts";
 
-/** The CRD allows 10 entries and druid's docs promise 10; druid's code keeps 3 (contract decision 1). */
+/** The CRD allows 10 entries and druid's docs promise 10; druid's code keeps 3 (docs/contract.md §13 D1). */
 export const maxLastErrors = 10;
 
 /** Moves to `state`. `lastTransitionTime` changes only when the state does; `startedAt` is set once. */
@@ -43,7 +43,7 @@ export const withOperation = (
 };
 
 /**
- * `[Operation: <type>, Code: <code>] message: <message>, cause: <cause>` (contract §1.6), at most
+ * `[Operation: <type>, Code: <code>] message: <message>, cause: <cause>` (docs/contract.md §6), at most
  * `MaxStatusTextLength` characters: a cause that echoes a 10,000-character value is cut, saying so.
  */
 export const describeError = (type: OperationType, error: TaskError): string =>

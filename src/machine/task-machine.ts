@@ -5,7 +5,7 @@
  * and ends in a resting state that emits `requeueAfter` or `awaitChange`. Nothing survives between
  * passes except what the effects persisted, so the machine's state is rebuilt from the object each time.
  *
- * Read it beside contract §1.4 (reconcile flow) and §1.5 (what is written after each step).
+ * Read it beside docs/contract.md §4 (one pass) and §5 (what is written after each step).
  */
 import { setup } from "xstate";
 import type { TaskState, TaskStatus } from "../api/status.ts";
@@ -305,7 +305,7 @@ const effects = lifecycle.extend({
             : withError(status, operationOf[event.phase], event.error, context.now),
       };
     }),
-    /** §1.5: a DELETE that fails (not NotFound) is recorded on the cleanup and retried with backoff. */
+    /** §6: a DELETE that fails (not NotFound) is recorded on the cleanup and retried with backoff. */
     recordDeleteFailure: lifecycle.assign(({ context, event }) => {
       if (event.type !== "delete.failed") return {};
       const status = operate(context, context.status, "cleanup", "InProgress", describe.cleanupInProgress);
@@ -413,7 +413,7 @@ export const taskMachine = effects.createMachine({
       on: { reconcile: "route" },
     },
 
-    /** §1.4 step 3: terminal or deleting tasks go to the deletion flow; the rest run the task flow. */
+    /** docs/contract.md §4: terminal or deleting tasks go to the deletion flow; the rest run the task flow. */
     route: {
       always: [
         { guard: "writtenByNewerMachine", target: "foreign" },
@@ -424,7 +424,7 @@ export const taskMachine = effects.createMachine({
       ],
     },
 
-    /** §1.2: the finalizer is persisted before any handler phase runs. */
+    /** §2: the finalizer is persisted before any handler phase runs. */
     claiming: {
       entry: [
         "claim",
@@ -440,7 +440,7 @@ export const taskMachine = effects.createMachine({
       always: [{ guard: "inProgress", target: "execution" }, { target: "admission" }],
     },
 
-    /** §1.4 step 4c and §1.9: Pending, admitted exactly once. */
+    /** §4 Admit and §8: Pending, admitted exactly once. */
     admission: {
       initial: "gate",
       states: {
@@ -486,7 +486,7 @@ export const taskMachine = effects.createMachine({
       },
     },
 
-    /** §1.4 step 4d–e: InProgress; Execute runs until it completes, fails, or the deadline ends it. */
+    /** §4 Execution: InProgress; Execute runs until it completes, fails, or the deadline ends it. */
     execution: {
       entry: "startExecution",
       initial: "gate",
@@ -567,7 +567,7 @@ export const taskMachine = effects.createMachine({
       always: "terminal",
     },
 
-    /** §1.13: terminal tasks are kept for `ttlSecondsAfterFinished`, counted from lastTransitionTime. */
+    /** §11: terminal tasks are kept for `ttlSecondsAfterFinished`, counted from lastTransitionTime. */
     terminal: {
       always: [{ guard: "ttlExpired", target: "expiring" }, { target: "retained" }],
     },
@@ -596,7 +596,7 @@ export const taskMachine = effects.createMachine({
       entry: ["flushStatus", backoffOrPoll],
     },
 
-    /** §1.13: cleanup (skipped for Rejected), then our finalizer goes; foreign ones stay. */
+    /** §11: cleanup (skipped for Rejected), then our finalizer goes; foreign ones stay. */
     deletion: {
       initial: "gate",
       states: {

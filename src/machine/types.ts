@@ -13,7 +13,7 @@ export const operationOf: Record<Phase, OperationType> = {
   cleanup: "Cleanup",
 };
 
-/** An error a handler (or the lifecycle itself) attaches to a result; rendered per contract §1.6. */
+/** An error a handler (or the lifecycle itself) attaches to a result; rendered per docs/contract.md §6 */
 export interface TaskError {
   readonly code: string;
   readonly message: string;
@@ -21,7 +21,7 @@ export interface TaskError {
 }
 
 /**
- * The result of one handler phase call (contract §1.12):
+ * The result of one handler phase call (docs/contract.md §4):
  * - `completed`: the phase succeeded; the lifecycle moves on;
  * - `failed`: retrying cannot help; Admit → Rejected, Execute → Failed, Cleanup → released with a warning;
  * - `retry`: try again later; with an error it backs off exponentially, without one it polls after
@@ -37,7 +37,7 @@ export type PhaseOutcome =
       readonly afterMs?: number;
     };
 
-/** How tasks that share an admission group (druid: the same etcd) are admitted (contract decision 4). */
+/** How tasks that share an admission group (druid: the same etcd) are admitted (docs/contract.md §13 D4). */
 export type DuplicatePolicy = "reject" | "queue";
 
 /** Words that make descriptions and error causes read right for a task kind. */

@@ -1,4 +1,4 @@
-/** Lifecycle settings with etcd-druid's production values (contract §0, §1.7). */
+/** Lifecycle settings with etcd-druid's production values (docs/contract.md §7, §7). */
 import type { LifecycleConfig } from "../machine/types.ts";
 import type { TaskKind } from "./task-kind.ts";
 
@@ -6,7 +6,7 @@ export const druidTiming = {
   requeueIntervalMs: 15_000,
   backoffBaseMs: 10,
   backoffCapMs: 15_000,
-  /** Positive, so that a TTL delay that rounds to zero still schedules a pass (druid bug 1.16 #4). */
+  /** Positive, so that a TTL delay that rounds to zero still schedules a pass (docs/contract.md §13 D3). */
   minRequeueMs: 10,
 } as const;
 

@@ -3,7 +3,7 @@
  *
  * Written over opstask's `KubeClient` (LIST and a watch stream) rather than client-node's
  * `makeInformer`/`ListWatch`, which stops for good on any error other than 410, never asks for
- * bookmarks and cannot be told to time out (notes/libraries §4.4). The loop:
+ * bookmarks and cannot be told to time out (docs/design-notes.md §8). The loop:
  *
  *   LIST (paginated) ─▶ WATCH from the list's resourceVersion (allowWatchBookmarks, timeoutSeconds)
  *      ▲                   │ events and bookmarks move the resourceVersion on
@@ -29,7 +29,7 @@
  * Events are emitted only for changes of what the server delivered: a replayed event (same or older
  * resourceVersion than the last delivery for that object) is dropped. Echoes of our own writes are
  * emitted like any change unless `echoes: "suppress"` (the memory controller sees them too; a pass on
- * an echo must cost nothing, design-traps 5).
+ * an echo must cost nothing, docs/design-notes.md §5).
  */
 import type * as Cause from "effect/Cause";
 import * as Clock from "effect/Clock";

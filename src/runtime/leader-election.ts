@@ -1,6 +1,6 @@
 /**
  * Leader election over a `coordination.k8s.io/v1` Lease, as client-go's `leaderelection` package does it
- * (client-node has none, notes/libraries §4.5). One elector per process and Lease:
+ * (client-node has none, docs/design-notes.md §9). One elector per process and Lease:
  *
  *   acquire: try every retryPeriod (jittered to [1, 2.2) × retryPeriod, client-go's JitterFactor 1.2)
  *      │ the Lease is free when it is absent (→ create), held by us, has no holder, or has not changed

@@ -1,5 +1,5 @@
 /** Loading the CRDs (druid's and opstask's) and the contract's fixtures for the API tests. */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Schema } from "effect";
 import { parse, parseAllDocuments } from "yaml";
@@ -36,7 +36,18 @@ export const openApiOf = (document: JsonObject): OpenApiSchema => {
 
 export const druidTaskCrd = (): JsonObject => loadCrdDocument(join(druidCrdDir, EtcdOpsTaskCrdFile));
 export const ourTaskCrd = (): JsonObject => loadCrdDocument(join(crdOutDir, EtcdOpsTaskCrdFile));
-export const druidEtcdCrd = (): JsonObject => loadCrdDocument(join(druidCrdDir, EtcdCrdFile));
+/** druid's Etcd CRD, which deploy/crds ships unchanged. */
+export const druidEtcdCrd = (): JsonObject => loadCrdDocument(join(crdOutDir, EtcdCrdFile));
+
+/**
+ * A directory holding etcd-druid's own CRD files (and its example task), to check that the copies in
+ * the repository still equal them: `OPSTASK_DRUID_CRDS`, else ../shared/compat/druid-crds beside the
+ * clone. Undefined when it has no such files: the comparison does not run.
+ */
+export const druidReferenceDir = (): string | undefined => {
+  const dir = process.env.OPSTASK_DRUID_CRDS ?? join(repoRoot, "..", "shared", "compat", "druid-crds");
+  return existsSync(join(dir, EtcdOpsTaskCrdFile)) ? dir : undefined;
+};
 
 /** The schema node at a property path (`["spec", "config", "onDemandSnapshot"]`). */
 export const schemaAt = (root: OpenApiSchema, path: ReadonlyArray<string>): OpenApiSchema | undefined =>
@@ -78,9 +89,9 @@ export const getAt = (value: unknown, path: ReadonlyArray<string>): unknown =>
   path.reduce<unknown>((node, key) => (isJsonObject(node) ? node[key] : undefined), value);
 
 // ---------------------------------------------------------------------------------------------------
-// Contract §3 fixtures, read from the contract itself so they cannot drift from it.
+// The fixtures of docs/contract.md §14, read from the document itself so they cannot drift from it.
 
-export const contractPath = join(repoRoot, "../shared/spec/etcdopstask-contract.md");
+export const contractPath = join(repoRoot, "docs", "contract.md");
 
 export const FixtureValues = {
   namespace: "test-ns",
@@ -91,10 +102,11 @@ export const FixtureValues = {
   caBase64: "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t",
 } as const;
 
-/** The YAML blocks of contract §3, placeholders filled in, in document order. */
+/** The YAML blocks of docs/contract.md §14, placeholders filled in, in document order. */
 export const contractFixtureBlocks = (): ReadonlyArray<JsonObject> => {
   const text = readText(contractPath);
-  const start = text.indexOf("## 3. Fixtures");
+  const start = text.indexOf("## 14. Fixtures");
+  if (start < 0) throw new Error(`${contractPath} has no "## 14. Fixtures" section`);
   const end = text.indexOf("\n## ", start + 1);
   const section = text.slice(start, end < 0 ? undefined : end);
   const blocks = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((match) => match[1] ?? "");

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { Result } from "effect";
 import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { addedConfigMembers, generateCrds } from "../../scripts/gen-crd.ts";
 import type { OpenApiSchema } from "../../src/api/crd/openapi.ts";
 import { formatPath } from "../../src/api/decode-error.ts";
@@ -9,6 +10,7 @@ import { supersetReport } from "./crd-superset.ts";
 import {
   crdOutDir,
   druidCrdDir,
+  druidReferenceDir,
   druidTaskCrd,
   EtcdCrdFile,
   EtcdOpsTaskCrdFile,
@@ -18,6 +20,7 @@ import {
   openApiOf,
   ourTaskCrd,
   readText,
+  repoRoot,
   setAt,
   walkProperties,
 } from "./crd-support.ts";
@@ -173,11 +176,7 @@ describe("the checked-in CRDs are what scripts/gen-crd.ts generates", () => {
     for (const [name, content] of generated.files ?? new Map<string, string>()) {
       expect(readText(join(crdOutDir, name)), `deploy/crds/${name} is stale`).toBe(content);
     }
-    expect([...(generated.files?.keys() ?? [])].sort()).toEqual([EtcdOpsTaskCrdFile, EtcdCrdFile].sort());
-  });
-
-  it("the Etcd CRD is druid's, byte for byte", () => {
-    expect(readText(join(crdOutDir, EtcdCrdFile))).toBe(readText(join(druidCrdDir, EtcdCrdFile)));
+    expect([...(generated.files?.keys() ?? [])]).toEqual([EtcdOpsTaskCrdFile]);
   });
 
   it("the EtcdOpsTask CRD keeps druid's text byte for byte (new members are spliced in whole lines)", () => {
@@ -366,3 +365,33 @@ describe("the Effect Schema agrees with opstask's CRD (so they cannot drift)", (
     expect(errorsOf(setAt(task, ["spec", "config"], { ...baselines }))).toHaveLength(1);
   });
 });
+
+// --------------------------------------------------------------------------------------------------
+// The repository's copies of etcd-druid's files against etcd-druid's own (when a directory of them is
+// given): the vendored EtcdOpsTask CRD (gen-crd's input), the Etcd CRD deploy/crds ships, and the
+// README's example task, which says what etcd-druid's example says.
+
+const reference = druidReferenceDir();
+if (reference === undefined)
+  console.log(
+    "crd.test.ts: the comparison with etcd-druid's own CRD files did not run: set OPSTASK_DRUID_CRDS to a directory holding them",
+  );
+else
+  describe(`the repository's copies equal etcd-druid's files in ${reference}`, () => {
+    it("vendor/etcd-druid/crds holds druid's EtcdOpsTask CRD, byte for byte", () => {
+      expect(readText(join(druidCrdDir, EtcdOpsTaskCrdFile))).toBe(
+        readText(join(reference, EtcdOpsTaskCrdFile)),
+      );
+    });
+
+    it("deploy/crds ships druid's Etcd CRD, byte for byte", () => {
+      expect(readText(join(crdOutDir, EtcdCrdFile))).toBe(readText(join(reference, EtcdCrdFile)));
+    });
+
+    it("examples/tasks/on-demand-snapshot.yaml asks for what druid's example asks for", () => {
+      const specOf = (path: string) => (parse(readText(path)) as { spec?: unknown }).spec;
+      expect(specOf(join(repoRoot, "examples", "tasks", "on-demand-snapshot.yaml"))).toEqual(
+        specOf(join(reference, "example-on-demand-snapshot.yaml")),
+      );
+    });
+  });

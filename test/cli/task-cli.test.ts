@@ -7,6 +7,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { etcdCliKind } from "../../src/cli/task/etcd-kind.ts";
 import { why } from "../../src/cli/task/explain.ts";
 import { humanDuration } from "../../src/cli/task/human-duration.ts";
 import { makeTaskCommands } from "../../src/cli/task/index.ts";
@@ -124,6 +125,7 @@ describe("task CLI usage errors (exit 2, naming the option)", () => {
 
 describe("why-line and formatting (pure)", () => {
   const base: TaskView = {
+    kind: etcdCliKind,
     namespace: "ns",
     name: "t",
     uid: "u",
@@ -131,9 +133,10 @@ describe("why-line and formatting (pure)", () => {
     createdAt: Date.parse("2026-01-01T10:00:00Z"),
     deletingSince: undefined,
     finalizers: ["druid.gardener.cloud/etcd-ops-task"],
-    etcdName: "etcd-a",
+    group: "etcd-a",
+    member: "onDemandSnapshot",
     ttlSeconds: 3600,
-    config: undefined,
+    summary: undefined,
     invalid: [],
     status: {},
   };

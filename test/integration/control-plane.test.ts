@@ -12,7 +12,7 @@ import {
 } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { createTestNamespace, druidCrdDir, druidCrds, useControlPlane } from "../support/cluster.ts";
+import { createTestNamespace, druidCrds, repoRoot, useControlPlane } from "../support/cluster.ts";
 
 const cluster = useControlPlane({ crds: druidCrds });
 
@@ -31,7 +31,9 @@ function at(value: unknown, ...path: string[]): unknown {
 }
 
 function exampleTask(): Json {
-  const doc: unknown = parse(readFileSync(join(druidCrdDir, "example-on-demand-snapshot.yaml"), "utf8"));
+  const doc: unknown = parse(
+    readFileSync(join(repoRoot, "examples", "tasks", "on-demand-snapshot.yaml"), "utf8"),
+  );
   if (!isJson(doc)) throw new Error("example is not an object");
   return doc;
 }
@@ -69,7 +71,7 @@ describe("local control plane", () => {
     expect(ns.metadata?.name).toBe("default");
   });
 
-  it("creates etcd-druid's example EtcdOpsTask and applies CRD defaults", async () => {
+  it("creates the README's example EtcdOpsTask (examples/tasks) under etcd-druid's CRD and applies its defaults", async () => {
     const api = cluster().makeKubeConfig().makeApiClient(CustomObjectsApi);
     const task = exampleTask();
     await api.createNamespacedCustomObject({ group, version, plural, namespace: "default", body: task });

@@ -1,4 +1,4 @@
-// Contract §2 CRD rules against etcd-druid's own CRDs (the reference behaviour). Table: crd-rules.ts.
+// docs/contract.md §1 CRD rules against etcd-druid's own CRDs (the reference behaviour). Table: crd-rules.ts.
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { beforeAll, describe, it } from "vitest";
 import { createTestNamespace, druidCrds, useControlPlane } from "../support/cluster.ts";

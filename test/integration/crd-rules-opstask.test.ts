@@ -1,4 +1,4 @@
-// Contract §2 CRD rules against opstask's CRDs (deploy/crds/): every druid rule and druid-valid sample
+// docs/contract.md §1 CRD rules against opstask's CRDs (deploy/crds/): every druid rule and druid-valid sample
 // behaves as with druid's CRD, plus the rules of the members opstask adds. Table: crd-rules.ts.
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";

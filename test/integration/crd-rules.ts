@@ -1,4 +1,4 @@
-// The CRD validation rules of contract §2 (V1–V16, §2.2 defaults, §2.3 transition rules) as one table,
+// The CRD validation rules of docs/contract.md §1.1 (V1–V16, §2.2 defaults, §2.3 transition rules) as one table,
 // run by crd-rules-druid.test.ts against etcd-druid's CRDs and by crd-rules-opstask.test.ts against
 // opstask's (deploy/crds/, a superset with the members onDemandMaintenance and onDemandSnapshotCompaction).
 //
@@ -58,7 +58,7 @@ export type Step =
   | { readonly op: "patchStatus"; readonly patch: Json };
 
 export interface Case {
-  /** Rule id of contract §2.1 (V1…V16), or §2.2 / §2.3 / a topic (type, prune, strict, M…, C…). */
+  /** Rule id of docs/contract.md §1.1 (V1…V16), or §2.2 / §2.3 / a topic (type, prune, strict, M…, C…). */
   readonly rule: string;
   readonly title: string;
   /** Run only against this flavour's CRD. */
@@ -99,10 +99,10 @@ const ofType = (type: string) => `must be of type ${type}`;
 const unsupportedType = (value: string) => `Unsupported value: "${value}": supported values: "full", "delta"`;
 const isFinalMessage = "isFinal must be false (or omitted) when type is 'delta'";
 const needsOperation = "at least one of compaction or defragmentation must be set";
-/** Real message of `maxProperties: 1` (contract §2.1 V4 says "should have at most 1 properties"). */
+/** Real message of `maxProperties: 1` (docs/contract.md §1.1 V4 says "should have at most 1 properties"). */
 const tooMany = (n: number) => `Too many: ${n}: must have at most 1 item`;
 
-/** The defaults of §2.2 on a snapshot task. */
+/** The defaults of §1.2 on a snapshot task. */
 const snapshotDefaults = {
   [TTL]: 3600,
   [`${SNAP}.timeoutSecondsDelta`]: 60,
@@ -124,9 +124,9 @@ const states = ["Pending", "InProgress", "Succeeded", "Failed", "Rejected"] as c
 // The table
 
 export const crdRuleCases: readonly Case[] = [
-  // §2.2 defaults, and the druid-valid samples: accepted by both CRDs even with fieldValidation=Strict.
+  // §1.2 defaults, and the druid-valid samples: accepted by both CRDs even with fieldValidation=Strict.
   {
-    rule: "§2.2",
+    rule: "§1.2",
     title: "minimal full snapshot gets ttl 3600, timeoutSecondsDelta 60, timeoutSecondsFull 900",
     step: create(full(), true),
     expect: accepted({
@@ -138,13 +138,13 @@ export const crdRuleCases: readonly Case[] = [
     }),
   },
   {
-    rule: "§2.2",
+    rule: "§1.2",
     title: "minimal delta snapshot gets both timeouts defaulted too",
     step: create(delta(), true),
     expect: accepted({ ...snapshotDefaults, [`${SNAP}.type`]: "delta", [`${SNAP}.isFinal`]: ABSENT }),
   },
   {
-    rule: "§2.2",
+    rule: "§1.2",
     title: "etcd-druid's example task is stored as written",
     step: create(
       {
@@ -157,7 +157,7 @@ export const crdRuleCases: readonly Case[] = [
     expect: accepted({ ...snapshotDefaults, "spec.etcdName": "etcd-test" }),
   },
   {
-    rule: "§2.2",
+    rule: "§1.2",
     title: "explicit values at the minimums are kept (full, isFinal true, 10/120, ttl 1)",
     step: create(
       {
@@ -187,13 +187,13 @@ export const crdRuleCases: readonly Case[] = [
     expect: accepted({ [TTL]: 2147483647 }),
   },
   {
-    rule: "§2.2",
+    rule: "§1.2",
     title: "null for optional fields (etcdName, isFinal) is dropped",
     step: create({ ...full({ isFinal: null }), etcdName: null }),
     expect: accepted({ "spec.etcdName": ABSENT, [`${SNAP}.isFinal`]: ABSENT }),
   },
   {
-    rule: "§2.2",
+    rule: "§1.2",
     title: "status sent on create is ignored (status subresource)",
     step: {
       op: "create",
@@ -552,7 +552,7 @@ export const crdRuleCases: readonly Case[] = [
     expect: invalid(["spec.config", "config is immutable"]),
   },
 
-  // V12: ttl immutable, including re-defaulting (§2.3).
+  // V12: ttl immutable, including re-defaulting (§1.3).
   {
     rule: "V12",
     title: "ttl 3600 → 100",
@@ -582,7 +582,7 @@ export const crdRuleCases: readonly Case[] = [
     expect: invalid([TTL, atLeast(1)], [TTL, "ttlSecondsAfterFinished is immutable"]),
   },
 
-  // V13: etcdName immutable once set, but addable and removable (§2.3).
+  // V13: etcdName immutable once set, but addable and removable (§1.3).
   {
     rule: "V13",
     title: "etcdName a → b",
@@ -622,9 +622,9 @@ export const crdRuleCases: readonly Case[] = [
     expect: accepted({ "spec.etcdName": "a", "metadata.generation": 1 }),
   },
 
-  // §2.3 metadata-only updates; the main resource ignores status, /status ignores spec.
+  // §1.3 metadata-only updates; the main resource ignores status, /status ignores spec.
   {
-    rule: "§2.3",
+    rule: "§1.3",
     title: "metadata-only update is allowed and keeps generation",
     given: { ...full(), etcdName: "a", ttlSecondsAfterFinished: 60 },
     step: {
@@ -636,7 +636,7 @@ export const crdRuleCases: readonly Case[] = [
     expect: accepted({ "metadata.labels.team": "x", "metadata.generation": 1 }),
   },
   {
-    rule: "§2.2",
+    rule: "§1.2",
     title: "status sent with a PUT of the main resource is ignored",
     given: full(),
     givenStatus: { state: "InProgress" },
@@ -648,7 +648,7 @@ export const crdRuleCases: readonly Case[] = [
     expect: accepted({ "status.state": "InProgress", "metadata.generation": 1 }),
   },
   {
-    rule: "§2.2",
+    rule: "§1.2",
     title: "spec sent through /status is ignored",
     given: full(),
     step: {

@@ -1,6 +1,6 @@
 /**
  * The whole task lifecycle on a real kube-apiserver + etcd with etcd-druid's CRDs, run by the real
- * controller with scripted (stub) handlers. Timing budgets are druid's (contract §0).
+ * controller with scripted (stub) handlers. Timing budgets are druid's (docs/contract.md §7).
  */
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

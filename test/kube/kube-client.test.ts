@@ -64,7 +64,9 @@ describe("KubeClient.request", () => {
     });
     expect(answer).toEqual({ status: 200, body: { kind: "Thing" } });
     expect(seen[0]?.method).toBe("PATCH");
-    expect(seen[0]?.url).toBe("/prefix/apis/g/v1/namespaces/n/things/a%20b?labelSelector=app%3Dx&limit=5");
+    expect(seen[0]?.url).toBe(
+      "/prefix/apis/g/v1/namespaces/n/things/a%20b?labelSelector=app%3Dx&limit=5&fieldManager=opstask",
+    );
     expect(seen[0]?.headers["content-type"]).toBe("application/merge-patch+json");
     expect(seen[0]?.headers.authorization).toBe("Bearer t");
     expect(JSON.parse(seen[0]?.body ?? "")).toEqual({ metadata: { resourceVersion: "7" } });

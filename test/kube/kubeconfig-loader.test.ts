@@ -9,6 +9,7 @@ import {
   KubeconfigError,
   kubeconfigSource,
   loadKubeClient,
+  loadKubeTarget,
 } from "../../src/kube/kubeconfig-loader.ts";
 
 let dir: string;
@@ -221,5 +222,77 @@ describe("loadKubeClient with several files in $KUBECONFIG", () => {
     vi.stubEnv("KUBERNETES_SERVICE_HOST", undefined);
     vi.stubEnv("KUBECONFIG", `${only}:${only}`);
     await expect(loadKubeClient()).rejects.toThrow(/\$KUBECONFIG \(.*empty:.*empty\): .*no current cluster/);
+  });
+});
+
+describe("loadKubeTarget: --context, the context's namespace, the field manager", () => {
+  const twoContexts = (extra: object = {}) =>
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [
+        { name: "a", cluster: { server: "https://a.example:6443" } },
+        { name: "b", cluster: { server: "http://127.0.0.1:1" } },
+      ],
+      users: [{ name: "u", user: { token: "t" } }],
+      contexts: [
+        { name: "first", context: { cluster: "a", user: "u", namespace: "team-a" } },
+        { name: "second", context: { cluster: "b", user: "u" } },
+      ],
+      "current-context": "first",
+      ...extra,
+    });
+
+  it("uses the current context and its namespace, or the one --context names", async () => {
+    const path = join(dir, "config");
+    writeFileSync(path, twoContexts());
+    const current = await loadKubeTarget(path);
+    expect({ server: current.client.server, namespace: current.namespace }).toEqual({
+      server: "https://a.example:6443",
+      namespace: "team-a",
+    });
+    const second = await loadKubeTarget(path, { context: "second" });
+    expect({ server: second.client.server, namespace: second.namespace }).toEqual({
+      server: "http://127.0.0.1:1",
+      namespace: undefined,
+    });
+    await expect(loadKubeTarget(path, { context: "third" })).rejects.toThrow(
+      `${path}: --context "third" is not in contexts[]`,
+    );
+  });
+
+  it("sends the field manager on writes only, unless a request names its own", async () => {
+    const seen: string[] = [];
+    const server = createServer((request, response) => {
+      seen.push(`${request.method} ${request.url}`);
+      response.writeHead(200, { "Content-Type": "application/json" }).end("{}");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const address = server.address();
+    const port = typeof address === "object" && address !== null ? address.port : 0;
+    const path = join(dir, "config");
+    writeFileSync(path, kubeconfig({ server: `http://127.0.0.1:${port}` }, { token: "t" }));
+    const client = await loadKubeClient(path, { fieldManager: "opstask-cli" });
+    const controller = await loadKubeClient(path);
+    try {
+      await client.request({ method: "GET", path: "/x" });
+      await client.request({ method: "POST", path: "/x", body: {} });
+      await client.request({ method: "PATCH", path: "/x", query: { dryRun: "All" }, body: {} });
+      await client.request({ method: "PUT", path: "/x", query: { fieldManager: "mine" }, body: {} });
+      await client.request({ method: "DELETE", path: "/x" });
+      await controller.request({ method: "POST", path: "/y", body: {} });
+      expect(seen).toEqual([
+        "GET /x",
+        "POST /x?fieldManager=opstask-cli",
+        "PATCH /x?dryRun=All&fieldManager=opstask-cli",
+        "PUT /x?fieldManager=mine",
+        "DELETE /x",
+        "POST /y?fieldManager=opstask",
+      ]);
+    } finally {
+      client.close();
+      controller.close();
+      server.close();
+    }
   });
 });

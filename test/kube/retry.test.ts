@@ -127,7 +127,7 @@ describe("TaskWriter retries only retryable failures", () => {
           assert.strictEqual(request.method, "PATCH");
           assert.strictEqual(
             request.url,
-            "/apis/druid.gardener.cloud/v1alpha1/namespaces/ns/etcdopstasks/t/status",
+            "/apis/druid.gardener.cloud/v1alpha1/namespaces/ns/etcdopstasks/t/status?fieldManager=opstask",
           );
           assert.strictEqual(request.contentType, "application/json-patch+json");
           assert.deepStrictEqual(JSON.parse(request.body), [
@@ -275,7 +275,10 @@ describe("EventRecorder is best effort, with a bounded retry", () => {
           const recorder = yield* EventRecorder;
           yield* recorder.record(target, { type: "Warning", reason: "Failed", note: "x".repeat(5000) });
           assert.strictEqual(seen.length, 3);
-          assert.strictEqual(seen[0]?.url, "/apis/events.k8s.io/v1/namespaces/ns/events");
+          assert.strictEqual(
+            seen[0]?.url,
+            "/apis/events.k8s.io/v1/namespaces/ns/events?fieldManager=opstask",
+          );
           const body = JSON.parse(seen[0]?.body ?? "");
           assert.isAtMost(Buffer.byteLength(body.note, "utf8"), 1024);
           assert.strictEqual(body.reportingInstance, "test-instance");

@@ -1,5 +1,5 @@
 /**
- * The lifecycle against the contract (shared/spec/etcdopstask-contract.md), one rule per test, run in
+ * The lifecycle against the contract (docs/contract.md; § numbers are its sections), one rule per test, run in
  * the memory interpreter with scripted handlers.
  */
 import { describe, expect, it } from "vitest";
@@ -41,7 +41,7 @@ const metaOf = (server: ReturnType<typeof simulation>["server"], name: string): 
   return stored.ok ? (stored.value.metadata as JsonObject) : undefined;
 };
 
-describe("§1.8 the happy path", () => {
+describe("§5 the happy path", () => {
   it("writes finalizer, InProgress, Succeeded, DELETE, finalizer removal — 5 writes, one runID per pass", () => {
     const { server, controller } = simulation(scripted({}));
     server.create(taskObject("t", { etcd: "e1", ttl: 10 }));
@@ -87,7 +87,7 @@ describe("§1.8 the happy path", () => {
   });
 });
 
-describe("§1.9 admission", () => {
+describe("§8 admission", () => {
   it("rejects a later task for the same etcd with ERR_DUPLICATE_TASK and druid's texts", () => {
     const { server, controller } = simulation(scripted({ execute: [{ kind: "hang" }] }));
     server.create(taskObject("first", { etcd: "e1" }));
@@ -175,7 +175,7 @@ describe("bad input", () => {
   });
 });
 
-describe("§1.7 and decision 6: transient errors", () => {
+describe("§7 and §13 D6: transient errors", () => {
   it("back off exponentially, keep the newest 10 errors, and keep them after success", () => {
     const { server, controller } = simulation(
       scripted({ execute: Array.from({ length: 12 }, () => transient) }),
@@ -211,7 +211,7 @@ describe("§1.7 and decision 6: transient errors", () => {
   });
 });
 
-describe("§1.13 deletion", () => {
+describe("§11 deletion", () => {
   it("deletes at lastTransitionTime + TTL even for a 1 s TTL (the timer is never lost)", () => {
     const { server, controller, clock } = simulation(scripted({}));
     clock.set(clock.now() + 999);
@@ -299,7 +299,7 @@ describe("§1.13 deletion", () => {
   });
 });
 
-describe("decision 2: a handler call is never repeated for a write that did not need it", () => {
+describe("§13 D2: a handler call is never repeated for a write that did not need it", () => {
   it("a label edit during an Execute call does not repeat the call", () => {
     const { server, controller } = simulation(scripted({ execute: [{ kind: "hang" }] }));
     server.create(taskObject("t", { etcd: "e1" }));

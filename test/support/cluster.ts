@@ -15,16 +15,22 @@ import {
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
-/** `shared/` beside the clone (CI layout), overridable with OPSTASK_SHARED_DIR. */
-export const sharedDir = process.env.OPSTASK_SHARED_DIR ?? resolve(repoRoot, "../shared");
-
-export const druidCrdDir = join(sharedDir, "compat", "druid-crds");
-
-/** etcd-druid's EtcdOpsTask and Etcd CRDs (the drop-in compatibility reference). */
-export const druidCrds: readonly string[] = [
-  join(druidCrdDir, "druid.gardener.cloud_etcdopstasks.yaml"),
-  join(druidCrdDir, "druid.gardener.cloud_etcds.yaml"),
-];
+/**
+ * etcd-druid's EtcdOpsTask and Etcd CRDs: what opstask must run against unchanged. By default the
+ * copies the repository keeps (vendor/etcd-druid/README.md), which test/api/crd.test.ts compares with
+ * etcd-druid's own files when it has them; `OPSTASK_DRUID_CRDS` names a directory of etcd-druid's
+ * files to run against instead (another etcd-druid version, say).
+ */
+export const druidCrds: readonly string[] =
+  process.env.OPSTASK_DRUID_CRDS !== undefined && process.env.OPSTASK_DRUID_CRDS !== ""
+    ? [
+        join(process.env.OPSTASK_DRUID_CRDS, "druid.gardener.cloud_etcdopstasks.yaml"),
+        join(process.env.OPSTASK_DRUID_CRDS, "druid.gardener.cloud_etcds.yaml"),
+      ]
+    : [
+        join(repoRoot, "vendor", "etcd-druid", "crds", "druid.gardener.cloud_etcdopstasks.yaml"),
+        join(repoRoot, "deploy", "crds", "druid.gardener.cloud_etcds.yaml"),
+      ];
 
 const BUILD_TIMEOUT_MS = 45 * 60_000;
 const START_TIMEOUT_MS = 90_000;

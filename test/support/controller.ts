@@ -2,12 +2,12 @@
  * Runs the real controller (src/runtime/controller.ts) against a control plane inside a test, with
  * scripted handlers, and gives the test a way to stop it (a crash, or a graceful stop).
  */
-import type { KubeConfig } from "@kubernetes/client-node";
 import { Effect, Exit, Layer, Logger, References, Scope } from "effect";
 import type { EtcdOpsTask } from "../../src/etcd/api/etcdopstask.ts";
 import { etcdOpsTaskKind } from "../../src/etcd/api/etcdopstask-kind.ts";
 import type { HandlerRegistry, TaskHandler } from "../../src/handlers/handler.ts";
 import { kubernetesLayer } from "../../src/interpreters/kubernetes/layer.ts";
+import type { KubeAccess } from "../../src/kube/kube-client-node.ts";
 import { RequestCounter } from "../../src/kube/request-metrics.ts";
 import type { LifecycleConfig, Phase, PhaseOutcome } from "../../src/machine/types.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
@@ -74,7 +74,7 @@ export interface RunningController {
 
 /** Starts the controller; `stop()` closes its scope (interrupting calls in flight, like a crash of the process). */
 export const startController = (
-  kubeConfig: KubeConfig,
+  kubeConfig: KubeAccess,
   registry: HandlerRegistry<EtcdOpsTask>,
   overrides: Partial<LifecycleConfig> = {},
   namespace?: string,
@@ -82,7 +82,7 @@ export const startController = (
 
 /** As `startController`, for handlers that need services (`services` provides them). */
 export const startControllerWith = async <R>(
-  kubeConfig: KubeConfig,
+  kubeConfig: KubeAccess,
   registry: HandlerRegistry<EtcdOpsTask, R>,
   services: Layer.Layer<R>,
   overrides: Partial<LifecycleConfig> = {},

@@ -3,19 +3,12 @@
  * numeric options. Flags win over the environment, which wins over the defaults; a bad value throws
  * `OptionError` naming the option and what is accepted (exit code 2).
  */
-import { delimiter } from "node:path";
 import { parseArgs } from "node:util";
-import { KubeConfig } from "@kubernetes/client-node";
+import { cliFieldManager, type KubeClient } from "../../kube/kube-client.ts";
+import { loadKubeTarget } from "../../kube/kubeconfig-loader.ts";
 import { OptionError, parseDuration } from "../options.ts";
-
-/** The named file, else in-cluster when running in a pod, else the default kubeconfig (merging $KUBECONFIG). */
-const loadKubeConfig = (path: string): KubeConfig => {
-  const kc = new KubeConfig();
-  if (path !== "") kc.loadFromFile(path);
-  else if (process.env.KUBERNETES_SERVICE_HOST !== undefined) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  return kc;
-};
+import { parseArgsMessage } from "../parse-args-message.ts";
+import { type CliKind, describeKinds, findKind } from "./cli-kind.ts";
 
 export type FlagValue = string | boolean | undefined;
 export type Flags = Readonly<Record<string, FlagValue>>;
@@ -29,7 +22,9 @@ export type FlagSpecs = Readonly<Record<string, FlagSpec>>;
 /** Flags every task command takes. */
 export const commonFlags = {
   kubeconfig: { type: "string" },
+  context: { type: "string" },
   namespace: { type: "string", short: "n" },
+  kind: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const satisfies FlagSpecs;
 
@@ -53,7 +48,7 @@ export const parseFlags = (argv: ReadonlyArray<string>, specs: FlagSpecs, usageH
     }
     return { flags, positionals };
   } catch (error) {
-    throw new OptionError(`${error instanceof Error ? error.message : String(error)}; see ${usageHint}`);
+    throw new OptionError(`${parseArgsMessage(error)}; see ${usageHint}`);
   }
 };
 
@@ -86,41 +81,50 @@ export const positionals = (
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 export interface Target {
-  readonly kubeConfig: KubeConfig;
+  /** The controller's client (src/kube), writing as field manager `opstask-cli`. */
+  readonly client: KubeClient;
   /** `-n`, else the kubeconfig context's namespace, else `default`. */
   readonly namespace: string;
+  /** The task kind (`--kind`, default the first of the CLI's kinds). */
+  readonly kind: CliKind;
 }
 
-/** The cluster (`--kubeconfig`, else `$KUBECONFIG`, else the default) and the namespace to use. */
-export const resolveTarget = (flags: Flags, env: TaskEnv): Target => {
-  const fromFlag = stringFlag(flags, "kubeconfig");
-  const fromEnv = env.KUBECONFIG === undefined || env.KUBECONFIG === "" ? undefined : env.KUBECONFIG;
-  // A list of files in $KUBECONFIG is merged by client-node's default loading (which reads it itself).
-  const path = fromFlag ?? (fromEnv !== undefined && !fromEnv.includes(delimiter) ? fromEnv : "");
-  const where =
-    fromFlag !== undefined
-      ? `--kubeconfig ${fromFlag}`
-      : fromEnv !== undefined
-        ? `$KUBECONFIG (${fromEnv})`
-        : "the default kubeconfig";
-  let kubeConfig: KubeConfig;
-  try {
-    kubeConfig = loadKubeConfig(path);
-  } catch (error) {
+/** The task kind `--kind` names among `kinds` (default: the first). */
+export const resolveKind = (flags: Flags, kinds: ReadonlyArray<CliKind>): CliKind => {
+  const named = stringFlag(flags, "kind");
+  const found = named === undefined ? kinds[0] : findKind(kinds, named);
+  if (found === undefined)
     throw new OptionError(
-      `cannot load ${where}: ${error instanceof Error ? error.message : String(error)}; expected a readable kubeconfig file`,
+      `unknown value "${named ?? ""}" for --kind: expected one of ${describeKinds(kinds)}`,
     );
-  }
-  if (kubeConfig.getCurrentCluster() === null)
-    throw new OptionError(
-      `${where} has no current cluster: expected a kubeconfig whose current-context names a cluster`,
-    );
+  return found;
+};
+
+/**
+ * The cluster (`--kubeconfig`, else `$KUBECONFIG`, else in a pod its service account, else
+ * `~/.kube/config`; `--context` picks a context other than the current one), the namespace and the
+ * kind. Read by the controller's own loader: one client, so a kubeconfig works for both or neither.
+ */
+export const resolveTarget = async (
+  flags: Flags,
+  env: TaskEnv,
+  kinds: ReadonlyArray<CliKind>,
+): Promise<Target> => {
+  const kind = resolveKind(flags, kinds);
   const flagged = stringFlag(flags, "namespace");
   if (flagged !== undefined && !dnsLabel.test(flagged))
     throw new OptionError(`invalid value "${flagged}" for -n/--namespace: expected a namespace name`);
-  const fromContext = kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace;
-  const namespace = flagged ?? (fromContext === undefined || fromContext === "" ? "default" : fromContext);
-  return { kubeConfig, namespace };
+  const fromFlag = stringFlag(flags, "kubeconfig");
+  const fromEnv = env.KUBECONFIG === undefined || env.KUBECONFIG === "" ? undefined : env.KUBECONFIG;
+  const context = stringFlag(flags, "context");
+  // The loader reads $KUBECONFIG from the process; a path from `env` (tests) is passed on explicitly.
+  const path = fromFlag ?? (fromEnv !== undefined && !fromEnv.includes(":") ? fromEnv : undefined);
+  try {
+    const target = await loadKubeTarget(path, { context, fieldManager: cliFieldManager });
+    return { client: target.client, namespace: flagged ?? target.namespace ?? "default", kind };
+  } catch (error) {
+    throw new OptionError(error instanceof Error ? error.message : String(error));
+  }
 };
 
 export type TaskEnv = Readonly<Record<string, string | undefined>>;

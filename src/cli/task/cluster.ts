@@ -1,36 +1,35 @@
 /**
- * The requests the task commands make: create, get and list EtcdOpsTasks, list a task's Events, and
- * a list-watch cache for the commands that follow changes. Each request is bounded in time and fails
- * only with `KubeError`; watching reuses the controller's informer (relists, bookmarks, backoff).
+ * The requests the task commands make: create, get, list and delete tasks of a kind, list a task's
+ * Events, and a list-watch cache for the commands that follow changes. They go through the
+ * controller's own client (src/kube; writes as field manager `opstask-cli`), so a kubeconfig works for
+ * both or for neither. Each request is bounded in time and fails only with `KubeError`; watching
+ * reuses the controller's informer (relists, bookmarks, backoff).
  */
-import type { KubeConfig } from "@kubernetes/client-node";
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as Predicate from "effect/Predicate";
 import type * as Scope from "effect/Scope";
-import { etcdOpsTaskKind } from "../../etcd/api/etcdopstask-kind.ts";
 import { apiPath } from "../../kube/api-path.ts";
 import { kubeRequest, type RequestSettings } from "../../kube/client.ts";
 import { KubeError } from "../../kube/errors.ts";
 import type { KubeClient } from "../../kube/kube-client.ts";
-import { kubeClientOf } from "../../kube/kube-client-node.ts";
 import { isKubeObject, type KubeObject } from "../../kube/object.ts";
 import { RequestCounter } from "../../kube/request-metrics.ts";
 import { type Informer, makeInformer } from "../../runtime/informer.ts";
+import type { CliKind } from "./cli-kind.ts";
 
 export interface Cluster {
-  readonly kubeConfig: KubeConfig;
   readonly settings: RequestSettings;
   readonly client: KubeClient;
+  /** The task kind the command works on. */
+  readonly kind: CliKind;
 }
 
-export const connect = (kubeConfig: KubeConfig): Cluster => ({
-  kubeConfig,
+export const connect = (client: KubeClient, kind: CliKind): Cluster => ({
   settings: { counter: new RequestCounter(), timeout: Duration.seconds(30) },
-  client: kubeClientOf(kubeConfig),
+  client,
+  kind,
 });
-
-const tasks = etcdOpsTaskKind.resource;
 const events = { group: "events.k8s.io", version: "v1", plural: "events" };
 
 const asObject = (data: unknown, what: string): Effect.Effect<KubeObject, KubeError> =>
@@ -45,7 +44,7 @@ export const createTask = (
 ): Effect.Effect<KubeObject, KubeError> =>
   kubeRequest(cluster.settings, "create", cluster.client, {
     method: "POST",
-    path: apiPath(tasks, namespace),
+    path: apiPath(cluster.kind.resource, namespace),
     body: manifest,
   }).pipe(Effect.flatMap((response) => asObject(response.body, "the created task")));
 
@@ -56,16 +55,28 @@ export const getTask = (
 ): Effect.Effect<KubeObject, KubeError> =>
   kubeRequest(cluster.settings, "get", cluster.client, {
     method: "GET",
-    path: apiPath(tasks, namespace, name),
+    path: apiPath(cluster.kind.resource, namespace, name),
   }).pipe(Effect.flatMap((response) => asObject(response.body, `task ${namespace}/${name}`)));
 
 const field = (value: unknown, name: string): unknown =>
   Predicate.isObject(value) && name in value ? Reflect.get(value, name) : undefined;
 
-/** Every task of `namespace` (all namespaces when undefined), all pages. */
+/** Deletes a task (the API server answers with it, still present while finalizers hold it). */
+export const deleteTask = (
+  cluster: Cluster,
+  namespace: string,
+  name: string,
+): Effect.Effect<void, KubeError> =>
+  kubeRequest(cluster.settings, "delete", cluster.client, {
+    method: "DELETE",
+    path: apiPath(cluster.kind.resource, namespace, name),
+  }).pipe(Effect.asVoid);
+
+/** Every task of `namespace` (all namespaces when undefined) matching `labelSelector`, all pages. */
 export const listTasks = (
   cluster: Cluster,
   namespace: string | undefined,
+  labelSelector?: string,
 ): Effect.Effect<ReadonlyArray<KubeObject>, KubeError> =>
   Effect.gen(function* () {
     const items: KubeObject[] = [];
@@ -73,8 +84,8 @@ export const listTasks = (
     do {
       const page = yield* kubeRequest(cluster.settings, "list", cluster.client, {
         method: "GET",
-        path: apiPath(tasks, namespace),
-        query: { limit: 500, continue: continueToken },
+        path: apiPath(cluster.kind.resource, namespace),
+        query: { limit: 500, continue: continueToken, labelSelector },
       });
       const pageItems = field(page.body, "items");
       if (Array.isArray(pageItems)) items.push(...pageItems.filter(isKubeObject));
@@ -160,12 +171,14 @@ export const listTaskEvents = (
 export const watchTasks = (
   cluster: Cluster,
   namespace: string | undefined,
+  labelSelector?: string,
 ): Effect.Effect<Informer, KubeError, Scope.Scope> =>
   Effect.gen(function* () {
     const informer = yield* makeInformer({
-      kubeConfig: cluster.kubeConfig,
-      resource: etcdOpsTaskKind.resource,
+      kubeConfig: cluster.client,
+      resource: cluster.kind.resource,
       ...(namespace === undefined ? {} : { namespace }),
+      ...(labelSelector === undefined ? {} : { labelSelector }),
       counter: cluster.settings.counter,
       watchTimeoutSeconds: 60,
       watchdog: Duration.seconds(90),
@@ -179,7 +192,7 @@ export const watchTasks = (
             new KubeError({
               reason: "Transient",
               code: 0,
-              message: `could not list and watch EtcdOpsTasks within ${Math.round(Duration.toMillis(cluster.settings.timeout) / 1000)}s`,
+              message: `could not list and watch ${cluster.kind.resource.kind}s within ${Math.round(Duration.toMillis(cluster.settings.timeout) / 1000)}s`,
             }),
           ),
       }),

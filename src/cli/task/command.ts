@@ -17,8 +17,11 @@ export interface TaskCommandSpec {
   readonly usage: string;
   /** The exit code when Ctrl-C ends the command (`get -w`: 0, it is how a watch ends). */
   readonly interruptedExit: number;
-  /** Parses `argv` (throwing `OptionError`) and returns the program to run. */
-  readonly prepare: (argv: ReadonlyArray<string>, io: TaskIo) => Effect.Effect<number, KubeError>;
+  /** Parses `argv` and loads the kubeconfig (rejecting with `OptionError`); resolves to the program to run. */
+  readonly prepare: (
+    argv: ReadonlyArray<string>,
+    io: TaskIo,
+  ) => Promise<Effect.Effect<number, KubeError>> | Effect.Effect<number, KubeError>;
 }
 
 export type TaskCommand = (argv: ReadonlyArray<string>) => Promise<number>;
@@ -44,7 +47,7 @@ export const runTaskCommand =
       }
       let program: Effect.Effect<number, KubeError>;
       try {
-        program = spec.prepare(argv, io);
+        program = await spec.prepare(argv, io);
       } catch (error) {
         if (!(error instanceof OptionError)) throw error;
         io.stderr.write(`${io.program} ${spec.name}: ${error.message}\n`);
@@ -60,7 +63,8 @@ export const runTaskCommand =
                   hint === undefined ? "" : `\n  hint: ${hint}`
                 }\n`,
               );
-              return error.reason === "Invalid" ? 2 : 1;
+              // The API server refused what the user typed (an invalid task, a bad label selector).
+              return error.reason === "Invalid" || error.code === 400 ? 2 : 1;
             }),
           ),
           // The informer logs its retries; a command's output is its own.

@@ -14,7 +14,7 @@ import { type Cluster, getTask, listTaskEvents, type TaskEventRecord } from "./c
 import { timeline, why } from "./explain.ts";
 import { humanDuration } from "./human-duration.ts";
 import type { Output } from "./io.ts";
-import { configSummary, decodeLastError, phaseOf, type TaskView, viewOf } from "./task-view.ts";
+import { decodeLastError, phaseOf, type TaskView, viewOf } from "./task-view.ts";
 
 const field = (label: string, value: string): string => `${`${label}:`.padEnd(13)}${value}\n`;
 
@@ -31,8 +31,12 @@ export const renderDescription = (
   let out = "";
   out += field("Name", view.name);
   out += field("Namespace", view.namespace);
-  out += field("Etcd", view.etcdName === undefined || view.etcdName === "" ? "<none>" : view.etcdName);
-  out += field("Task", configSummary(view));
+  const groupLabel = view.kind.vocabulary.group;
+  out += field(
+    `${groupLabel.charAt(0).toUpperCase()}${groupLabel.slice(1)}`,
+    view.group === undefined || view.group === "" ? "<none>" : view.group,
+  );
+  out += field("Task", view.summary ?? "invalid spec (does not decode)");
   for (const line of view.invalid) out += field("  invalid", line);
   out += field("TTL", `${view.ttlSeconds}s after it ends`);
   if (view.createdAt !== undefined) out += field("Created", ago(view.createdAt, now));
@@ -78,7 +82,10 @@ export interface DescribeOptions {
 
 export const describeTask = (options: DescribeOptions): Effect.Effect<number, KubeError> =>
   Effect.gen(function* () {
-    const view = viewOf(yield* getTask(options.cluster, options.namespace, options.name));
+    const view = viewOf(
+      options.cluster.kind,
+      yield* getTask(options.cluster, options.namespace, options.name),
+    );
     const events = yield* Effect.result(listTaskEvents(options.cluster, options.namespace, view.uid));
     const text = Result.isSuccess(events)
       ? renderDescription(view, events.success, Date.now())

@@ -5,9 +5,9 @@
  */
 
 import type { TaskStatus } from "../../api/status.ts";
-import { etcdOpsTaskKind } from "../../etcd/api/etcdopstask-kind.ts";
 import { describe as texts } from "../../machine/descriptions.ts";
 import { fromWireTime } from "../../machine/time.ts";
+import type { Vocabulary } from "../../machine/types.ts";
 import type { TaskEventRecord } from "./cluster.ts";
 import { humanDuration } from "./human-duration.ts";
 import {
@@ -20,23 +20,18 @@ import {
 } from "./task-view.ts";
 
 const marker = "\u0000";
-const [queuedBefore = "", queuedAfter = ""] = texts
-  .queued(etcdOpsTaskKind.vocabulary, {
-    name: marker,
-    uid: "",
-    createdAt: 0,
-    state: undefined,
-    deleting: false,
-  })
-  .split(marker);
 
 /** The task a queued task waits for, read from its description (`--duplicate-policy queue`). */
-export const queuedBehind = (description: string): string | undefined =>
-  description.length > queuedBefore.length + queuedAfter.length &&
-  description.startsWith(queuedBefore) &&
-  description.endsWith(queuedAfter)
-    ? description.slice(queuedBefore.length, description.length - queuedAfter.length)
+export const queuedBehind = (vocabulary: Vocabulary, description: string): string | undefined => {
+  const [before = "", after = ""] = texts
+    .queued(vocabulary, { name: marker, uid: "", createdAt: 0, state: undefined, deleting: false })
+    .split(marker);
+  return description.length > before.length + after.length &&
+    description.startsWith(before) &&
+    description.endsWith(after)
+    ? description.slice(before.length, description.length - after.length)
     : undefined;
+};
 
 /**
  * The errors of the phase still running: the trailing `lastErrors` entries of the current operation's
@@ -77,8 +72,8 @@ export const why = (view: TaskView, now: number): string => {
   const retry = retrying.at(-1);
 
   if (view.deletingSince !== undefined) {
-    const own = view.finalizers.filter(isOwnFinalizer);
-    const others = view.finalizers.filter((finalizer) => !isOwnFinalizer(finalizer));
+    const own = view.finalizers.filter((finalizer) => isOwnFinalizer(view, finalizer));
+    const others = view.finalizers.filter((finalizer) => !isOwnFinalizer(view, finalizer));
     if (own.length > 0) {
       if (retry !== undefined && operation?.type === "Cleanup")
         return `Deleting: cleanup retrying after ${retry.code}, next attempt after backoff (${plural(retrying.length, "failed attempt")})`;
@@ -102,8 +97,10 @@ export const why = (view: TaskView, now: number): string => {
     case "InProgress": {
       if (retry !== undefined)
         return `Retrying: ${retry.code}, next attempt after backoff (${plural(retrying.length, "failed attempt")} in ${operation?.type ?? "this"} phase: ${retry.message})`;
-      const peer = operation === undefined ? undefined : queuedBehind(operation.description);
-      if (peer !== undefined) return `Waiting: queued behind task ${peer} (same etcd)`;
+      const peer =
+        operation === undefined ? undefined : queuedBehind(view.kind.vocabulary, operation.description);
+      if (peer !== undefined)
+        return `Waiting: queued behind task ${peer} (same ${view.kind.vocabulary.group})`;
       if (status.state === "Pending")
         return `Waiting: admission not passed yet${operation === undefined ? "" : `: ${operation.description}`}`;
       const started = fromWireTime(status.startedAt);
@@ -114,7 +111,7 @@ export const why = (view: TaskView, now: number): string => {
     default:
       if (view.invalid.length > 0)
         return `Invalid: the spec does not decode (${view.invalid[0]}); a controller rejects it with ERR_INVALID_TASK`;
-      if (!view.finalizers.some(isOwnFinalizer))
+      if (!view.finalizers.some((finalizer) => isOwnFinalizer(view, finalizer)))
         return `Not picked up: no controller has claimed it yet (is opstask running and watching namespace ${view.namespace}?)`;
       return "Admitting: claimed by the controller, admission has not written a result yet";
   }

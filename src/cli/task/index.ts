@@ -1,17 +1,22 @@
 /**
- * The task commands: create EtcdOpsTasks, follow them, list them and explain them. Part of `opstask`
- * and, through `bin/kubectl-opstask`, a kubectl plugin (`kubectl opstask snapshot main --type full`).
+ * The task commands: create EtcdOpsTasks, follow them, list them, explain them and delete them. Part
+ * of `opstask` and, through `bin/kubectl-opstask`, a kubectl plugin (`kubectl opstask get -o yaml`).
  *
  *   snapshot <etcd> --type full|delta   an on-demand snapshot
  *   maintain <etcd> --compact|--defrag  on-demand compaction and/or defragmentation
- *   get [-A] [-w]                       the tasks as a table
+ *   get [NAME…] [-o …] [-l …] [-A] [-w] tasks as a table, JSON, YAML or names
  *   describe <task>                     state, timeline, errors, and why
  *   wait <task>                         follow a task until it ends
+ *   delete NAME… | -l SELECTOR          delete tasks
+ *
+ * get, describe, wait and delete work for any task kind (`--kind`; `makeTaskCommands` takes the
+ * kinds, EtcdOpsTask first as the default); snapshot and maintain create EtcdOpsTasks.
  */
 import * as Effect from "effect/Effect";
 import { OptionError } from "../options.ts";
 import {
   booleanFlag,
+  type FlagSpecs,
   type Parsed,
   parseFlags,
   positionals,
@@ -19,6 +24,7 @@ import {
   stringFlag,
   waitTimeoutMs,
 } from "./args.ts";
+import { type CliKind, describeKinds } from "./cli-kind.ts";
 import { connect, getTask } from "./cluster.ts";
 import { runTaskCommand, type TaskCommand, type TaskCommandSpec } from "./command.ts";
 import {
@@ -29,14 +35,20 @@ import {
   snapshotManifest,
   waitSettings,
 } from "./create.ts";
+import { deleteTasks } from "./delete.ts";
 import { describeTask } from "./describe.ts";
+import { etcdCliKind } from "./etcd-kind.ts";
 import { processIo, type TaskIo } from "./io.ts";
+import { parseOutputFormat } from "./output.ts";
 import { getTasks } from "./table.ts";
 import { WaitExit, waitForTask } from "./wait.ts";
 
-const common = `Common options:
-  --kubeconfig FILE     cluster to use (else $KUBECONFIG, else ~/.kube/config)
-  -n, --namespace NS    namespace (else the kubeconfig context's, else default)
+const common = (kinds: ReadonlyArray<CliKind>) => `Common options:
+  --kubeconfig FILE     cluster to use (else $KUBECONFIG, else in a pod its service account, else ~/.kube/config)
+  --context NAME        the kubeconfig context to use (default: its current-context)
+  -n, --namespace NS    namespace (else the context's namespace, else default)
+  --kind KIND           task kind: ${describeKinds(kinds)} (default ${kinds[0]?.resource.plural ?? ""})
+  -h, --help            this text
 `;
 
 const waitHelp = `  --wait                follow the task until it ends: exit 0 Succeeded, 1 Failed/Rejected, 3 timed out
@@ -47,24 +59,38 @@ const createHelp = `  --name NAME           the task's name (default: generated,
   --ttl SECONDS         keep the finished task this long (default 3600)
 ${waitHelp}`;
 
-const hint = (name: string) => `'{program} ${name} --help'`;
+const exitHelp = "Exit codes: 0 done, 1 an API error (one line on stderr), 2 a bad argument or option.\n";
+
+const hint = (name: string, io: TaskIo) => `'${io.program} ${name} --help'`;
+
+const selectorFlag = { selector: { type: "string", short: "l" } } as const satisfies FlagSpecs;
+
+/** `-l`'s value; the API server checks its syntax (a bad one is a 400, exit 2). */
+const selectorOf = (flags: Parsed["flags"]): string | undefined => {
+  const selector = stringFlag(flags, "selector");
+  if (selector !== undefined && selector.trim() === "")
+    throw new OptionError("empty value for -l/--selector: expected a label selector such as app=x,tier!=db");
+  return selector;
+};
 
 /** `snapshot` and `maintain`: parse `<etcd>` and the flags, build the manifest, create it, maybe wait. */
 const createCommand =
   (
     name: string,
-    flags: Parameters<typeof parseFlags>[1],
+    flags: FlagSpecs,
     manifestOf: (etcd: string, values: Parsed["flags"]) => object,
   ): TaskCommandSpec["prepare"] =>
-  (argv, io) => {
-    const usageHint = hint(name).replace("{program}", io.program);
+  async (argv, io) => {
+    const usageHint = hint(name, io);
     const parsed = parseFlags(argv, flags, usageHint);
+    if (stringFlag(parsed.flags, "kind") !== undefined)
+      throw new OptionError(`--kind does not apply to ${name}: it creates ${etcdCliKind.resource.kind}s`);
     const [etcd = ""] = positionals(parsed, ["etcd"], usageHint);
     const manifest = manifestOf(etcd, parsed.flags);
     const wait = waitSettings(parsed.flags, io);
-    const target = resolveTarget(parsed.flags, io.env);
+    const target = await resolveTarget(parsed.flags, io.env, [etcdCliKind]);
     return createAndMaybeWait({
-      cluster: connect(target.kubeConfig),
+      cluster: connect(target.client, target.kind),
       namespace: target.namespace,
       manifest,
       waitTimeoutMs: wait,
@@ -72,9 +98,11 @@ const createCommand =
     });
   };
 
-const snapshot: TaskCommandSpec = {
-  name: "snapshot",
-  usage: `Usage: {program} snapshot <etcd> --type full|delta [--final] [options]
+const specsFor = (kinds: ReadonlyArray<CliKind>): ReadonlyArray<TaskCommandSpec> => {
+  const commonHelp = common(kinds);
+  const snapshot: TaskCommandSpec = {
+    name: "snapshot",
+    usage: `Usage: {program} snapshot <etcd> --type full|delta [--final] [options]
 
 Creates an EtcdOpsTask that takes an on-demand snapshot of <etcd> and prints its name.
 
@@ -82,14 +110,14 @@ Creates an EtcdOpsTask that takes an on-demand snapshot of <etcd> and prints its
   --final               a final full snapshot (only with --type full)
   --timeout SECONDS     bound on the snapshot call (full: ≥ 120, default 900; delta: ≥ 10, default 60)
 ${createHelp}
-${common}`,
-  interruptedExit: WaitExit.interrupted,
-  prepare: createCommand("snapshot", snapshotFlags, snapshotManifest),
-};
+${commonHelp}`,
+    interruptedExit: WaitExit.interrupted,
+    prepare: createCommand("snapshot", snapshotFlags, snapshotManifest),
+  };
 
-const maintain: TaskCommandSpec = {
-  name: "maintain",
-  usage: `Usage: {program} maintain <etcd> [--compact [--physical]] [--defrag] [options]
+  const maintain: TaskCommandSpec = {
+    name: "maintain",
+    usage: `Usage: {program} maintain <etcd> [--compact [--physical]] [--defrag] [options]
 
 Creates an EtcdOpsTask that compacts and/or defragments <etcd> and prints its name. With both,
 compaction runs first, so that defragmentation reclaims the space it freed.
@@ -99,93 +127,166 @@ compaction runs first, so that defragmentation reclaims the space it freed.
   --defrag              defragment every member's backend database, one member at a time
   --timeout SECONDS     bound on each call to etcd (≥ 10, default 300)
 ${createHelp}
-${common}`,
-  interruptedExit: WaitExit.interrupted,
-  prepare: createCommand("maintain", maintainFlags, maintenanceManifest),
-};
+${commonHelp}`,
+    interruptedExit: WaitExit.interrupted,
+    prepare: createCommand("maintain", maintainFlags, maintenanceManifest),
+  };
 
-const get: TaskCommandSpec = {
-  name: "get",
-  usage: `Usage: {program} get [-n NS | -A] [-w]
+  const get: TaskCommandSpec = {
+    name: "get",
+    usage: `Usage: {program} get [NAME…] [-o json|yaml|name|wide] [-l SELECTOR] [-n NS | -A] [-w]
 
-Lists EtcdOpsTasks: NAME, STATE, ETCD, PHASE (lastOperation type/state), AGE, LAST ERROR (code).
+Lists tasks: NAME, STATE, the admission group (ETCD), PHASE (lastOperation type/state), AGE, LAST
+ERROR (code); with NAMEs only those (exit 1 when one does not exist).
 
+  -o, --output FORMAT   json or yaml (the objects; several as a List), name (kind.group/name), or
+                        wide (adds TYPE, the config member, and DESCRIPTION, the last operation's)
+  --show-managed-fields with -o json|yaml: keep metadata.managedFields (who wrote which field)
+  -l, --selector SEL    only tasks whose labels match (app=x, tier!=db, 'env in (a,b)')
   -A, --all-namespaces  tasks of every namespace (adds a NAMESPACE column)
-  -w, --watch           after the table, print a row whenever a task changes (Ctrl-C ends)
-${common}`,
-  interruptedExit: 0,
-  prepare: (argv, io) => {
-    const usageHint = hint("get").replace("{program}", io.program);
-    const parsed = parseFlags(
-      argv,
-      { "all-namespaces": { type: "boolean", short: "A" }, watch: { type: "boolean", short: "w" } },
-      usageHint,
-    );
-    positionals(parsed, [], usageHint);
-    const all = booleanFlag(parsed.flags, "all-namespaces");
-    if (all && stringFlag(parsed.flags, "namespace") !== undefined)
-      throw new OptionError("-A/--all-namespaces and -n/--namespace exclude each other: use one");
-    const target = resolveTarget(parsed.flags, io.env);
-    return getTasks({
-      cluster: connect(target.kubeConfig),
-      namespace: all ? undefined : target.namespace,
-      watch: booleanFlag(parsed.flags, "watch"),
-      stdout: io.stdout,
-      stderr: io.stderr,
-    });
-  },
-};
+  -w, --watch           after the first answer, print a row (or document) whenever a task changes
+                        (Ctrl-C ends)
+${commonHelp}
+${exitHelp}`,
+    interruptedExit: 0,
+    prepare: async (argv, io) => {
+      const usageHint = hint("get", io);
+      const parsed = parseFlags(
+        argv,
+        {
+          "all-namespaces": { type: "boolean", short: "A" },
+          watch: { type: "boolean", short: "w" },
+          output: { type: "string", short: "o" },
+          "show-managed-fields": { type: "boolean" },
+          ...selectorFlag,
+        },
+        usageHint,
+      );
+      const names = parsed.positionals;
+      const all = booleanFlag(parsed.flags, "all-namespaces");
+      if (all && stringFlag(parsed.flags, "namespace") !== undefined)
+        throw new OptionError("-A/--all-namespaces and -n/--namespace exclude each other: use one");
+      if (all && names.length > 0)
+        throw new OptionError(
+          "a task cannot be fetched by name across all namespaces: drop -A, or use -n NS",
+        );
+      const labelSelector = selectorOf(parsed.flags);
+      if (labelSelector !== undefined && names.length > 0)
+        throw new OptionError("NAMEs and -l/--selector exclude each other: use one");
+      const output = parseOutputFormat(stringFlag(parsed.flags, "output"));
+      const target = await resolveTarget(parsed.flags, io.env, kinds);
+      return getTasks({
+        cluster: connect(target.client, target.kind),
+        namespace: all ? undefined : target.namespace,
+        names,
+        labelSelector,
+        output,
+        showManagedFields: booleanFlag(parsed.flags, "show-managed-fields"),
+        watch: booleanFlag(parsed.flags, "watch"),
+        stdout: io.stdout,
+        stderr: io.stderr,
+      });
+    },
+  };
 
-const describe: TaskCommandSpec = {
-  name: "describe",
-  usage: `Usage: {program} describe <task> [-n NS]
+  const describe: TaskCommandSpec = {
+    name: "describe",
+    usage: `Usage: {program} describe <task> [-n NS]
 
-Explains an EtcdOpsTask: its spec, state and phase, a timeline rebuilt from its status and its
-Kubernetes Events, its last errors (newest last), and a line on why it is where it is.
+Explains a task: its spec, state and phase, a timeline rebuilt from its status and its Kubernetes
+Events, its last errors (newest last), and a line on why it is where it is.
 
-${common}`,
-  interruptedExit: WaitExit.interrupted,
-  prepare: (argv, io) => {
-    const usageHint = hint("describe").replace("{program}", io.program);
-    const parsed = parseFlags(argv, {}, usageHint);
-    const [name = ""] = positionals(parsed, ["task"], usageHint);
-    const target = resolveTarget(parsed.flags, io.env);
-    return describeTask({
-      cluster: connect(target.kubeConfig),
-      namespace: target.namespace,
-      name,
-      stdout: io.stdout,
-    });
-  },
-};
+${commonHelp}`,
+    interruptedExit: WaitExit.interrupted,
+    prepare: async (argv, io) => {
+      const usageHint = hint("describe", io);
+      const parsed = parseFlags(argv, {}, usageHint);
+      const [name = ""] = positionals(parsed, ["task"], usageHint);
+      const target = await resolveTarget(parsed.flags, io.env, kinds);
+      return describeTask({
+        cluster: connect(target.client, target.kind),
+        namespace: target.namespace,
+        name,
+        stdout: io.stdout,
+      });
+    },
+  };
 
-const wait: TaskCommandSpec = {
-  name: "wait",
-  usage: `Usage: {program} wait <task> [-n NS] [--wait-timeout DUR]
+  const wait: TaskCommandSpec = {
+    name: "wait",
+    usage: `Usage: {program} wait <task> [-n NS] [--wait-timeout DUR]
 
-Follows an existing EtcdOpsTask until it ends: exit 0 Succeeded, 1 Failed/Rejected (the last error on
+Follows an existing task until it ends: exit 0 Succeeded, 1 Failed/Rejected (the last error on
 stderr), 3 when the wait times out (default 20m; env OPSTASK_WAIT_TIMEOUT).
 
-${common}`,
-  interruptedExit: WaitExit.interrupted,
-  prepare: (argv, io) => {
-    const usageHint = hint("wait").replace("{program}", io.program);
-    const parsed = parseFlags(argv, { "wait-timeout": { type: "string" } }, usageHint);
-    const [name = ""] = positionals(parsed, ["task"], usageHint);
-    const timeoutMs = waitTimeoutMs(parsed.flags, io.env);
-    const target = resolveTarget(parsed.flags, io.env);
-    const cluster = connect(target.kubeConfig);
-    return getTask(cluster, target.namespace, name).pipe(
-      Effect.flatMap((task) => waitForTask({ cluster, task, timeoutMs, io })),
-    );
-  },
+${commonHelp}`,
+    interruptedExit: WaitExit.interrupted,
+    prepare: async (argv, io) => {
+      const usageHint = hint("wait", io);
+      const parsed = parseFlags(argv, { "wait-timeout": { type: "string" } }, usageHint);
+      const [name = ""] = positionals(parsed, ["task"], usageHint);
+      const timeoutMs = waitTimeoutMs(parsed.flags, io.env);
+      const target = await resolveTarget(parsed.flags, io.env, kinds);
+      const cluster = connect(target.client, target.kind);
+      return getTask(cluster, target.namespace, name).pipe(
+        Effect.flatMap((task) => waitForTask({ cluster, task, timeoutMs, io })),
+      );
+    },
+  };
+
+  const remove: TaskCommandSpec = {
+    name: "delete",
+    usage: `Usage: {program} delete NAME… | -l SELECTOR [-n NS]
+
+Deletes tasks. The controller runs each task's cleanup, then releases it; a handler call in flight
+finishes first. A missing task is reported and the others are still deleted.
+
+  -l, --selector SEL    delete every task of the namespace whose labels match
+  --wait                return once the tasks are gone (cleanup done, finalizers released); exit 3
+                        when --wait-timeout runs out first
+  --wait-timeout DUR    give up waiting after DUR (90s, 20m; default 20m; env OPSTASK_WAIT_TIMEOUT)
+
+${commonHelp}
+${exitHelp}`,
+    interruptedExit: WaitExit.interrupted,
+    prepare: async (argv, io) => {
+      const usageHint = hint("delete", io);
+      const parsed = parseFlags(
+        argv,
+        { ...selectorFlag, wait: { type: "boolean" }, "wait-timeout": { type: "string" } },
+        usageHint,
+      );
+      const labelSelector = selectorOf(parsed.flags);
+      const wait = waitSettings(parsed.flags, io);
+      if (parsed.positionals.length === 0 && labelSelector === undefined)
+        throw new OptionError(`missing NAME: expected task names or -l SELECTOR; see ${usageHint}`);
+      if (parsed.positionals.length > 0 && labelSelector !== undefined)
+        throw new OptionError("NAMEs and -l/--selector exclude each other: use one");
+      const target = await resolveTarget(parsed.flags, io.env, kinds);
+      return deleteTasks({
+        cluster: connect(target.client, target.kind),
+        namespace: target.namespace,
+        names: parsed.positionals,
+        labelSelector,
+        waitTimeoutMs: wait,
+        stdout: io.stdout,
+        stderr: io.stderr,
+      });
+    },
+  };
+
+  return [snapshot, maintain, get, describe, wait, remove];
 };
 
-const specs: ReadonlyArray<TaskCommandSpec> = [snapshot, maintain, get, describe, wait];
-
-/** The task commands writing to `io` (tests capture it); `taskCommands` uses the process's streams. */
-export const makeTaskCommands = (makeIo: () => TaskIo): Record<string, TaskCommand> =>
-  Object.fromEntries(specs.map((spec) => [spec.name, runTaskCommand(spec, makeIo)]));
+/**
+ * The task commands writing to `io` (tests capture it) for `kinds` (default: EtcdOpsTask alone; the
+ * first is what `--kind` defaults to); `taskCommands` uses the process's streams.
+ */
+export const makeTaskCommands = (
+  makeIo: () => TaskIo,
+  kinds: ReadonlyArray<CliKind> = [etcdCliKind],
+): Record<string, TaskCommand> =>
+  Object.fromEntries(specsFor(kinds).map((spec) => [spec.name, runTaskCommand(spec, makeIo)]));
 
 export const taskCommands: Record<string, (argv: ReadonlyArray<string>) => Promise<number>> =
   makeTaskCommands(processIo);

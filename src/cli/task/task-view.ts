@@ -1,17 +1,18 @@
 /**
- * A task as the commands show it. Read leniently: a task whose spec does not decode (written by hand,
- * or for a newer CRD) is still listed and described, with its decode errors, rather than hidden.
+ * A task as the commands show it, through its kind's decoder (src/cli/task/cli-kind.ts). Read
+ * leniently: a task whose spec does not decode (written by hand, or for a newer CRD) is still listed
+ * and described, with its decode errors, rather than hidden.
  */
 import * as Result from "effect/Result";
 import * as SchemaParser from "effect/SchemaParser";
 import type { LastError, TaskStatus } from "../../api/status.ts";
 import { TaskStatusSchema } from "../../api/status-schema.ts";
-import type { TaskConfig } from "../../etcd/api/config/task-config.ts";
-import { decodeEtcdOpsTask, Finalizer, TtlLimits } from "../../etcd/api/etcdopstask.ts";
 import type { KubeObject } from "../../kube/object.ts";
 import { fromWireTime } from "../../machine/time.ts";
+import type { CliKind } from "./cli-kind.ts";
 
 export interface TaskView {
+  readonly kind: CliKind;
   readonly namespace: string;
   readonly name: string;
   readonly uid: string;
@@ -20,10 +21,13 @@ export interface TaskView {
   readonly createdAt: number | undefined;
   readonly deletingSince: number | undefined;
   readonly finalizers: ReadonlyArray<string>;
-  readonly etcdName: string | undefined;
+  /** The admission group (EtcdOpsTask: the etcd's name); undefined when the task has none. */
+  readonly group: string | undefined;
+  /** The config member that selects the handler (`onDemandSnapshot`); "" when the spec does not decode. */
+  readonly member: string;
   readonly ttlSeconds: number;
-  /** Undefined when the spec does not decode (see `invalid`). */
-  readonly config: TaskConfig | undefined;
+  /** What the task does, in a few words; undefined when the spec does not decode (see `invalid`). */
+  readonly summary: string | undefined;
   /** Why the spec does not decode, one line per problem; empty when it does. */
   readonly invalid: ReadonlyArray<string>;
   readonly status: TaskStatus;
@@ -36,9 +40,12 @@ const get = (value: unknown, key: string): unknown =>
 
 const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
 
-export const viewOf = (object: KubeObject): TaskView => {
+export const viewOf = (kind: CliKind, object: KubeObject): TaskView => {
   const meta = object.metadata;
-  const base = {
+  const facts = kind.facts(object);
+  const status = decodeStatus(get(object, "status") ?? {});
+  return {
+    kind,
     namespace: meta.namespace,
     name: meta.name,
     uid: meta.uid,
@@ -46,29 +53,12 @@ export const viewOf = (object: KubeObject): TaskView => {
     createdAt: fromWireTime(str(meta.creationTimestamp)),
     deletingSince: fromWireTime(meta.deletionTimestamp),
     finalizers: meta.finalizers ?? [],
-  };
-  const decoded = decodeEtcdOpsTask(object);
-  if (Result.isSuccess(decoded)) {
-    const task = decoded.success;
-    return {
-      ...base,
-      etcdName: task.spec.etcdName,
-      ttlSeconds: task.spec.ttlSecondsAfterFinished,
-      config: task.spec.config,
-      invalid: [],
-      status: task.status ?? {},
-    };
-  }
-  const spec = get(object, "spec");
-  const ttl = get(spec, "ttlSecondsAfterFinished");
-  const status = decodeStatus(get(object, "status") ?? {});
-  return {
-    ...base,
-    etcdName: str(get(spec, "etcdName")),
-    ttlSeconds: typeof ttl === "number" ? ttl : TtlLimits.default,
-    config: undefined,
-    invalid: decoded.failure.errors,
-    status: Result.isSuccess(status) ? status.success : {},
+    group: facts?.group,
+    member: facts?.member ?? "",
+    ttlSeconds: facts?.ttlSeconds ?? kind.defaultTtlSeconds,
+    summary: kind.summary(object),
+    invalid: facts?.invalid ?? [],
+    status: facts?.status ?? (Result.isSuccess(status) ? status.success : {}),
   };
 };
 
@@ -80,7 +70,8 @@ export const phaseOf = (status: TaskStatus): string | undefined =>
 
 export const lastErrorOf = (status: TaskStatus): LastError | undefined => status.lastErrors?.at(-1);
 
-export const isOwnFinalizer = (finalizer: string): boolean => finalizer === Finalizer;
+export const isOwnFinalizer = (view: TaskView, finalizer: string): boolean =>
+  finalizer === view.kind.finalizer;
 
 /** A `lastErrors` entry taken apart: `[Operation: <type>, Code: <code>] message: <m>, cause: <c>`. */
 export interface DecodedError {
@@ -118,28 +109,3 @@ export const decodeLastError = (error: LastError): DecodedError => {
 /** `CODE: message (cause: …)` on one line. */
 export const errorLine = (error: DecodedError): string =>
   `${error.code}: ${error.message}${error.cause === undefined ? "" : ` (cause: ${error.cause})`}`;
-
-/** What the task does, in a few words: `onDemandSnapshot: full snapshot (final), timeout 900s`. */
-export const configSummary = (view: TaskView): string => {
-  const config = view.config;
-  if (config === undefined) return "invalid spec (does not decode)";
-  switch (config.kind) {
-    case "onDemandSnapshot":
-      return `${config.kind}: ${config.type} snapshot${config.isFinal === true ? " (final)" : ""}, timeout ${
-        config.type === "full" ? config.timeoutSecondsFull : config.timeoutSecondsDelta
-      }s`;
-    case "onDemandMaintenance": {
-      const steps = [
-        ...(config.compaction === undefined
-          ? []
-          : [`compaction${config.compaction.physical === true ? " (physical)" : ""}`]),
-        ...(config.defragmentation === undefined ? [] : ["defragmentation"]),
-      ];
-      return `${config.kind}: ${steps.join(" + ")}, timeout ${config.timeoutSeconds}s per call`;
-    }
-    case "onDemandSnapshotCompaction":
-      return `${config.kind}: image ${config.image ?? "(controller default)"}, timeout ${config.timeoutSeconds}s`;
-    case "unsupported":
-      return `${config.member} (a task type this opstask does not support)`;
-  }
-};

@@ -100,7 +100,7 @@ export const waitForTask = (options: WaitOptions): Effect.Effect<number, KubeErr
       const { io } = options;
       const since = Date.now();
       const progress = makeProgress(io.stdout, since);
-      let latest = viewOf(options.task);
+      let latest = viewOf(options.cluster.kind, options.task);
       const { name, namespace, uid } = latest;
       const hint = `${io.program} describe ${name} -n ${namespace}`;
       progress.show(latest);
@@ -112,7 +112,7 @@ export const waitForTask = (options: WaitOptions): Effect.Effect<number, KubeErr
         yield* informer.changes.pipe(
           Stream.filter((change) => change.object.metadata.uid === uid),
           Stream.runForEach((change) => {
-            latest = viewOf(change.object);
+            latest = viewOf(options.cluster.kind, change.object);
             if (change.type === "DELETED") return Deferred.succeed(done, { deleted: true, view: latest });
             progress.show(latest);
             return isTerminal(latest.status.state)

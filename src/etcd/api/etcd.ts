@@ -13,11 +13,11 @@ import { Int32, Int64 } from "../../api/schema-helpers.ts";
 export const EtcdKind = "Etcd";
 export const EtcdApiVersion = "druid.gardener.cloud/v1alpha1";
 
-/** Port of the etcd-backup-restore server when `spec.backup.port` is absent (contract §1.10). */
+/** Port of the etcd-backup-restore server when `spec.backup.port` is absent (docs/contract.md §9). */
 export const DefaultBackupRestorePort = 8080;
 /** Port of the etcd client endpoint when `spec.etcd.clientPort` is absent (druid's default). */
 export const DefaultEtcdClientPort = 2379;
-/** Key of the CA bundle in the CA secret when `tlsCASecretRef.dataKey` is absent (contract §1.11). */
+/** Key of the CA bundle in the CA secret when `tlsCASecretRef.dataKey` is absent (docs/contract.md §10). */
 export const DefaultCADataKey = "bundle.crt";
 
 const optionalString = Schema.optionalKey(Schema.String);
@@ -38,7 +38,7 @@ export const TLSConfigSchema = Schema.Struct({
   clientTLSSecretRef: Schema.optionalKey(SecretReferenceSchema),
 });
 
-/** `spec.backup.store`: where backups go. Its presence means "backup enabled" (contract §1.9). */
+/** `spec.backup.store`: where backups go. Its presence means "backup enabled" (docs/contract.md §8). */
 export const StoreSpecSchema = Schema.Struct({
   prefix: Schema.String,
   provider: optionalString,
@@ -116,10 +116,10 @@ export const decodeEtcd = (input: unknown): Result.Result<Etcd, DecodeError> =>
       new DecodeError({ resource: EtcdKind, errors: formatDecodeError(issue), issue, metadata: undefined }),
   );
 
-/** Backup is enabled when `spec.backup.store` is present; no other field matters (contract §1.9). */
+/** Backup is enabled when `spec.backup.store` is present; no other field matters (docs/contract.md §8). */
 export const isBackupEnabled = (etcd: Etcd): boolean => etcd.spec.backup.store !== undefined;
 
-/** Ready means some condition has `type: Ready` and `status: "True"` (contract §1.9). */
+/** Ready means some condition has `type: Ready` and `status: "True"` (docs/contract.md §8). */
 export const isReady = (etcd: Etcd): boolean =>
   (etcd.status?.conditions ?? []).some(
     (condition) => condition.type === "Ready" && condition.status === "True",

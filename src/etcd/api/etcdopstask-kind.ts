@@ -47,7 +47,7 @@ export const etcdOpsTaskKind: TaskKind<EtcdOpsTask> = {
   facts: (task) => ({
     metadata: task.metadata,
     ttlSeconds: task.spec.ttlSecondsAfterFinished,
-    // Druid keys duplicates on a non-nil etcdName; "" is a group of its own (contract §1.9). The key
+    // Druid keys duplicates on a non-nil etcdName; "" is a group of its own (docs/contract.md §8). The key
     // is the Etcd's identity, namespace/name (the handler checks the object it reads is that one): a
     // string that is no object name ("e005/status") names no Etcd, joins no group and is Rejected.
     ...(task.spec.etcdName === undefined ||

@@ -1,5 +1,5 @@
 /**
- * The EtcdOpsTask object (contract §1.1, §1.3, §2): `druid.gardener.cloud/v1alpha1`, kind
+ * The EtcdOpsTask object (docs/contract.md §1, §3, §1.1): `druid.gardener.cloud/v1alpha1`, kind
  * `EtcdOpsTask`. Decoding applies the CRD's defaults, so a task read from the apiserver, from a YAML
  * file or built in a test has the same shape, and turns `spec.config` into a `kind`-tagged value.
  */
@@ -23,14 +23,14 @@ export const ListKind = "EtcdOpsTaskList";
 export const Plural = "etcdopstasks";
 export const Singular = "etcdopstask";
 export const ShortName = "eot";
-/** The finalizer the controller owns (contract §1.2); other finalizers are never touched. */
+/** The finalizer the controller owns (docs/contract.md §2); other finalizers are never touched. */
 export const Finalizer = "druid.gardener.cloud/etcd-ops-task";
 
-/** Default and minimum of `spec.ttlSecondsAfterFinished` in the CRD (V11, §2.2). */
+/** Default and minimum of `spec.ttlSecondsAfterFinished` in the CRD (V11, §1.2). */
 export const TtlLimits = { default: 3600, minimum: 1 } as const;
 
 export interface EtcdOpsTaskSpec {
-  /** The Etcd in the task's namespace; absent or empty gives a "not found" rejection (§1.9). */
+  /** The Etcd in the task's namespace; absent or empty gives a "not found" rejection (§8). */
   readonly etcdName?: string;
   /** Seconds a terminal task is kept before it is garbage-collected; 3600 when absent. */
   readonly ttlSecondsAfterFinished: number;

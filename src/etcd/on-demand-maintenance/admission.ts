@@ -1,7 +1,7 @@
 /**
  * The preconditions of on-demand maintenance, checked by Admit and again before every Execute attempt:
  * the Etcd exists in the task's namespace and is Ready. Texts and codes are the snapshot handler's
- * (contract §1.5, §1.9), including the empty-`etcdName` rule (NotFound without a request).
+ * (docs/contract.md §5, §8), including the empty-`etcdName` rule (NotFound without a request).
  *
  * Unlike a snapshot, maintenance does NOT require backup (`spec.backup.store`): compaction and
  * defragmentation talk to etcd itself, never to the backup-restore sidecar. The lookup and the

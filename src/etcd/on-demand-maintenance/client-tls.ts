@@ -4,7 +4,7 @@
  *
  * - the CA: Secret `clientUrlTls.tlsCASecretRef.name`, key `dataKey` (default `bundle.crt`), the same
  *   secret druid mounts into the etcd container as its trusted CA; PEM blocks that do not parse are
- *   skipped (as for the backup-restore CA, contract §1.11);
+ *   skipped (as for the backup-restore CA, docs/contract.md §10);
  * - a client certificate: Secret `clientUrlTls.clientTLSSecretRef.name`, keys `tls.crt` and `tls.key`
  *   (the certificate druid gives etcd-backup-restore to talk to etcd).
  *

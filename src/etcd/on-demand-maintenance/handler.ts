@@ -1,5 +1,5 @@
 /**
- * The on-demand maintenance handler (opstask's own task type, contract decision 10): compaction of the
+ * The on-demand maintenance handler (opstask's own task type, docs/contract.md §13 D10): compaction of the
  * etcd key space and/or defragmentation of every member, over etcd's client endpoint.
  *
  * - Admit: the Etcd exists and is Ready; backup need not be enabled (see admission.ts).

@@ -10,7 +10,7 @@
  * What a failed call means:
  * - no answer (refused, DNS, TLS, reset, timeout) → `retry`, `ERR_ETCD_UNREACHABLE`;
  * - the request could not be built (e.g. a bad `--resolve` address) → `retry`, `ERR_CREATE_HTTP_REQUEST`
- *   (as the snapshot handler, contract §1.5);
+ *   (as the snapshot handler, docs/contract.md §5);
  * - etcd answered with an error → `failed` with the step's code (`ERR_ETCD_STATUS`, `ERR_MEMBER_LIST`,
  *   `ERR_COMPACTION`, `ERR_DEFRAGMENTATION`) and etcd's message as the cause; except etcd's transient
  *   answers (gRPC Unavailable, DeadlineExceeded, ResourceExhausted, Aborted: no leader, leader changed,

@@ -1,5 +1,5 @@
 /**
- * The outcome vocabulary of the maintenance handler, in druid's style (contract §1.5, §1.6): a
+ * The outcome vocabulary of the maintenance handler, in druid's style (docs/contract.md §5, §6): a
  * capitalised `description`, a lower-case error `message`, and the cause verbatim (the API's or etcd's
  * text). Codes shared with the snapshot handler keep druid's spelling and meaning.
  */

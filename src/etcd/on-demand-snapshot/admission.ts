@@ -1,5 +1,5 @@
 /**
- * The preconditions of an on-demand snapshot (contract §1.9), checked by Admit and again before every
+ * The preconditions of an on-demand snapshot (docs/contract.md §8), checked by Admit and again before every
  * Execute attempt: the Etcd exists, has backup enabled and is Ready. The duplicate check is the
  * lifecycle's. Admit and Execute share the texts; the lifecycle adds the operation (Admit/Execution).
  */
@@ -26,7 +26,7 @@ const etcdReadFailure = (error: ReadError): StepFailure =>
 /**
  * The task's Etcd (same namespace, `spec.etcdName`), for every etcd task type. An absent or empty
  * `etcdName` is NotFound without a request: druid's cached client answers NotFound for the empty key,
- * so such a task is Rejected rather than retried for ever (contract §1.9).
+ * so such a task is Rejected rather than retried for ever (docs/contract.md §8).
  */
 export const taskEtcd = (task: EtcdOpsTask): Effect.Effect<Etcd, StepFailure, ObjectReader> => {
   const namespace = task.metadata.namespace;
@@ -86,6 +86,6 @@ export const requireReady = (etcd: Etcd): Effect.Effect<Etcd, StepFailure> => {
   return Effect.fail(failed(AdmissionTexts.etcdNotReady, ErrorCodes.etcdNotReady, text, text));
 };
 
-/** The Etcd when the task may run against it; backup is checked before readiness (contract §1.9). */
+/** The Etcd when the task may run against it; backup is checked before readiness (docs/contract.md §8). */
 export const admissibleEtcd = (task: EtcdOpsTask): Effect.Effect<Etcd, StepFailure, ObjectReader> =>
   taskEtcd(task).pipe(Effect.tap(requireBackup), Effect.flatMap(requireReady));

@@ -1,5 +1,5 @@
 /**
- * The CA that verifies the backup-restore server when `Etcd.spec.backup.tls` is set (contract §1.11):
+ * The CA that verifies the backup-restore server when `Etcd.spec.backup.tls` is set (docs/contract.md §10):
  *
  * 1. the StatefulSet named like the Etcd, which must be controlled by it (controller owner reference
  *    with the Etcd's UID; kind and name are not compared, as in druid);
@@ -8,7 +8,7 @@
  * 4. its key `tlsCASecretRef.dataKey` (default `bundle.crt`);
  * 5. the PEM certificates in it (blocks that do not parse are skipped, as Go's `AppendCertsFromPEM` does).
  *
- * Decision 8 (opstask): when the StatefulSet does not exist, is not controlled by the Etcd, or has no
+ * §13 D8 (opstask): when the StatefulSet does not exist, is not controlled by the Etcd, or has no
  * such volume, and `tlsCASecretRef.name` is set, that secret is used instead (druid ignores the name and
  * fails). A StatefulSet that is not the Etcd's is treated as missing: its volumes say nothing about this
  * Etcd, so they are never read.
@@ -60,7 +60,7 @@ const secretReadFailure = (etcd: Etcd, secretName: string) => (error: ReadError)
 const isControlledBy = (statefulSet: StatefulSet, etcd: Etcd): boolean =>
   controllerOf(statefulSet)?.uid === etcd.metadata.uid;
 
-/** Decision 8: `tlsCASecretRef.name`, when set, stands in for a missing StatefulSet or volume. */
+/** §13 D8: `tlsCASecretRef.name`, when set, stands in for a missing StatefulSet or volume. */
 const orFallback = (tls: TLSConfig, failure: StepFailure): Effect.Effect<string, StepFailure> => {
   const name = tls.tlsCASecretRef?.name;
   return name === undefined || name === "" ? Effect.fail(failure) : Effect.succeed(name);

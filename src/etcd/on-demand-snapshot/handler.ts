@@ -1,5 +1,5 @@
 /**
- * The on-demand snapshot handler: etcd-druid's only task type (contract §1.5, §1.9–§1.11).
+ * The on-demand snapshot handler: etcd-druid's only task type (docs/contract.md §5, §8–§10).
  *
  * - Admit: the Etcd exists, has backup enabled and is Ready.
  * - Execute: the same checks (now `Failed` instead of `Rejected`), the backup-restore CA when TLS is on,

@@ -1,5 +1,5 @@
 /**
- * What the backup-restore server's answer means for the task (contract §1.5, §1.10, §1.12): only 200
+ * What the backup-restore server's answer means for the task (docs/contract.md §5, §9, §4): only 200
  * is success; a delta snapshot whose body is exactly `null` was skipped; transport errors, timeouts and
  * body-read errors are transient.
  */

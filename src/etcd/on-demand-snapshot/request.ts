@@ -1,5 +1,5 @@
 /**
- * The snapshot call (contract §1.10): `POST http(s)://<etcd>-client.<ns>:<port>/snapshot/<full|delta>`,
+ * The snapshot call (docs/contract.md §9): `POST http(s)://<etcd>-client.<ns>:<port>/snapshot/<full|delta>`,
  * `?final=true` only when `isFinal`, no body, bounded by the type's timeout. The host has no `.svc`
  * suffix, as in druid: it resolves through the cluster DNS search path (or a resolve override).
  */

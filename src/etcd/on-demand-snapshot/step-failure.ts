@@ -1,7 +1,7 @@
-/** The on-demand snapshot handler's error codes (druid's, contract §1.6) and its stop helpers. */
+/** The on-demand snapshot handler's error codes (druid's, docs/contract.md §6) and its stop helpers. */
 import { stops } from "../../handlers/step-failure.ts";
 
-/** druid's error codes for this task type (contract §1.6). */
+/** druid's error codes for this task type (docs/contract.md §6). */
 export const ErrorCodes = {
   getEtcd: "ERR_GET_ETCD",
   backupNotEnabled: "ERR_BACKUP_NOT_ENABLED",

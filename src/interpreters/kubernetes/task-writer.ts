@@ -6,9 +6,9 @@
  *   object changed since it was read, so a foreign finalizer added meanwhile is never dropped by the
  *   list replacement), the finalizer list with ours appended, and the machine-version annotation;
  * - `patchStatus`: JSON patch of the status subresource (src/interpreters/status-json-patch.ts): a `test`
- *   of the UID, so a late result never lands on a re-created namesake (design-traps 10), then the
+ *   of the UID, so a late result never lands on a re-created namesake (docs/design-notes.md §7), then the
  *   changed fields, with no resourceVersion precondition once the task has a status: we are the only
- *   status writer, and a label edit must not turn into a conflict (design-traps 2);
+ *   status writer, and a label edit must not turn into a conflict (docs/design-notes.md §2);
  * - `deleteTask`: DELETE with a UID precondition, so a re-created namesake is never deleted;
  * - `removeFinalizer`: like `addFinalizer`, with the list minus ours (foreign finalizers kept).
  *

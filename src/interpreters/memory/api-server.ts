@@ -15,7 +15,7 @@
  * - every change is a watch event (ADDED, MODIFIED, DELETED) in resourceVersion order.
  *
  * Hand-written: no maintained JS library models apiserver semantics (fake clients in every ecosystem
- * skip exactly these rules, which is the complaint in notes/operator-landscape).
+ * skip exactly these rules, docs/design-notes.md §10).
  */
 import { immutableJSONPatch, type JSONPatchDocument } from "immutable-json-patch";
 import { type JsonPatchOperation, jsonPatchNotApplicable } from "../status-json-patch.ts";

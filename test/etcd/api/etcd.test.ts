@@ -38,7 +38,7 @@ const merge = (base: JsonObject, patch: JsonObject): JsonObject => {
   return out;
 };
 
-// Contract §3.0: F-ETCD, its status, F-TLS's Etcd additions (in document order).
+// docs/contract.md §14: F-ETCD, its status, F-TLS's Etcd additions (in document order).
 const blocks = contractFixtureBlocks();
 const etcdManifest = blocks.find((block) => block.kind === "Etcd");
 const readyStatus = blocks.find((block) => block.kind === undefined && block.status !== undefined);
@@ -46,12 +46,12 @@ const tlsAdditions = blocks.find(
   (block) => block.kind === undefined && getAt(block, ["spec", "backup", "tls"]) !== undefined,
 );
 if (etcdManifest === undefined || readyStatus === undefined || tlsAdditions === undefined) {
-  throw new Error("contract §3 no longer has the F-ETCD / status / F-TLS blocks this test reads");
+  throw new Error("docs/contract.md §14 no longer has the F-ETCD / status / F-TLS blocks this test reads");
 }
 const fEtcd = setAt(etcdManifest, ["metadata", "uid"], FixtureValues.etcdUid);
 const fEtcdReady = merge(fEtcd, readyStatus);
 
-describe("contract §3 Etcd fixtures decode", () => {
+describe("docs/contract.md §14 Etcd fixtures decode", () => {
   it("F-ETCD with its Ready status is backup-enabled and ready", () => {
     const etcd = decoded(fEtcdReady);
     expect(etcd.metadata).toEqual({
@@ -102,7 +102,7 @@ describe("contract §3 Etcd fixtures decode", () => {
   });
 });
 
-describe("readiness is only the Ready=True condition (contract §1.9)", () => {
+describe("readiness is only the Ready=True condition (docs/contract.md §8)", () => {
   const withConditions = (conditions: ReadonlyArray<JsonObject>, extra: JsonObject = {}) =>
     decoded(setAt(fEtcd, ["status"], { ...extra, conditions }));
   const condition = (type: string, status: string): JsonObject => ({

@@ -1,3 +1,4 @@
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fc, test } from "@fast-check/vitest";
 import { Result } from "effect";
@@ -18,7 +19,6 @@ import {
 import { crdArbitrary, etcdOpsTaskCelPredicates, rfc3339Arbitrary } from "../../api/crd-arbitrary.ts";
 import {
   contractFixtureBlocks,
-  druidCrdDir,
   druidTaskCrd,
   FixtureValues,
   isJsonObject,
@@ -26,6 +26,7 @@ import {
   openApiOf,
   ourTaskCrd,
   readText,
+  repoRoot,
   serverMetadata,
   setAt,
 } from "../../api/crd-support.ts";
@@ -56,9 +57,29 @@ const failure = (input: unknown): DecodeError => {
 
 const configOf = (input: unknown): TaskConfig => decoded(input).spec.config;
 
-describe("druid's example and the contract's fixtures decode", () => {
-  it("decodes examples/etcdopstask/example-on-demand-snapshot.yaml, as written and as stored", () => {
-    const example: unknown = parse(readText(join(druidCrdDir, "example-on-demand-snapshot.yaml")));
+describe("the examples and the contract's fixtures decode", () => {
+  const examples = join(repoRoot, "examples", "tasks");
+
+  it("decodes every examples/tasks manifest, each one of its own config member", () => {
+    const members = readdirSync(examples)
+      .filter((file) => file.endsWith(".yaml"))
+      .sort()
+      .map((file) => {
+        const manifest = decodeEtcdOpsTaskManifest(parse(readText(join(examples, file))));
+        if (Result.isFailure(manifest)) throw new Error(`${file}: ${manifest.failure.errors.join("; ")}`);
+        return configOf(
+          setAt(parse(readText(join(examples, file))) as JsonObject, ["metadata"], {
+            name: "x",
+            namespace: "default",
+            ...serverMetadata("uid-0"),
+          }),
+        ).kind;
+      });
+    expect(members).toEqual(["onDemandMaintenance", "onDemandSnapshotCompaction", "onDemandSnapshot"]);
+  });
+
+  it("decodes examples/tasks/on-demand-snapshot.yaml (the README's), as written and as stored", () => {
+    const example: unknown = parse(readText(join(examples, "on-demand-snapshot.yaml")));
     const manifest = decodeEtcdOpsTaskManifest(example);
     expect(Result.isSuccess(manifest)).toBe(true);
     if (!isJsonObject(example) || !isJsonObject(example.metadata))
@@ -71,7 +92,7 @@ describe("druid's example and the contract's fixtures decode", () => {
     });
   });
 
-  it("decodes F-TASK (contract §3) and applies the CRD defaults", () => {
+  it("decodes F-TASK (docs/contract.md §14) and applies the CRD defaults", () => {
     const tasks = contractFixtureBlocks().filter((block) => block.kind === Kind);
     expect(tasks).toHaveLength(1);
     for (const fixture of tasks) {
@@ -100,7 +121,7 @@ describe("druid's example and the contract's fixtures decode", () => {
   });
 });
 
-describe("defaults (CRD §2.2) are applied on decode", () => {
+describe("defaults (CRD §1.2) are applied on decode", () => {
   it("ttlSecondsAfterFinished defaults to 3600", () => {
     expect(decoded(taskWith({ onDemandSnapshot: { type: "delta" } })).spec.ttlSecondsAfterFinished).toBe(
       3600,

@@ -1,5 +1,5 @@
 /**
- * Admit and the preconditions Execute checks again (contract §1.5, §1.9 texts and codes), and Cleanup.
+ * Admit and the preconditions Execute checks again (docs/contract.md §5, §8 texts and codes), and Cleanup.
  * Maintenance needs the Etcd to exist and be Ready; unlike a snapshot it does not need backup.
  */
 import { afterEach, describe, expect, it } from "vitest";

@@ -1,12 +1,12 @@
 /**
- * Contract §1.5 rows of the Admit phase that belong to the handler (§1.9), plus Cleanup. The lifecycle
+ * docs/contract.md §5 rows of the Admit phase that belong to the handler (§8), plus Cleanup. The lifecycle
  * adds `[Operation: Admit, …]` and the state; the handler's outcome carries the description and error.
  */
 import { describe, expect, it } from "vitest";
 import { Resources } from "../../../src/etcd/services.ts";
 import { etcdName, etcdObject, namespace, run, taskOf, world } from "../support/fixtures.ts";
 
-describe("Admit (contract §1.5, §1.9)", () => {
+describe("Admit (docs/contract.md §5, §8)", () => {
   it("Etcd not found → failed (Rejected) with ERR_GET_ETCD", async () => {
     const outcome = await run("admit", taskOf(), world());
     expect(outcome).toEqual({
@@ -86,7 +86,7 @@ describe("Admit (contract §1.5, §1.9)", () => {
   });
 });
 
-describe("Cleanup (contract §1.5)", () => {
+describe("Cleanup (docs/contract.md §5)", () => {
   it("cleanup of any other task → completed 'Cleanup completed' (nothing to clean, no reads)", async () => {
     const objects = world();
     expect(await run("cleanup", taskOf(), objects)).toEqual({

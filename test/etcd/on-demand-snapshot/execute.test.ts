@@ -1,5 +1,5 @@
 /**
- * Contract §1.5 rows of the Execute phase without TLS (§1.9, §1.10), against a real HTTP stand-in on
+ * docs/contract.md §5 rows of the Execute phase without TLS (§8, §9), against a real HTTP stand-in on
  * 127.0.0.1 reached through the `--resolve` override. Timeouts are shortened with the handler's
  * `timeoutMs` option so that DELAY and STALL_BODY finish in well under a second.
  */
@@ -28,7 +28,7 @@ const executeFailure = {
   },
 } as const;
 
-describe("Execute: preconditions again, now final as Failed (contract §1.5, §1.9)", () => {
+describe("Execute: preconditions again, now final as Failed (docs/contract.md §5, §8)", () => {
   it("Etcd gone → failed with ERR_GET_ETCD", async () => {
     const outcome = await run("execute", taskOf(), world());
     expect(outcome).toMatchObject({
@@ -82,7 +82,7 @@ describe("Execute: preconditions again, now final as Failed (contract §1.5, §1
   });
 });
 
-describe("Execute: the HTTP call (contract §1.5, §1.10)", () => {
+describe("Execute: the HTTP call (docs/contract.md §5, §9)", () => {
   it("200 full → completed 'Snapshot created successfully'; POST /snapshot/full to <etcd>-client.<ns>:<port>", async () => {
     const server = await serve(Mode.ok('{"kind":"Full"}'));
     const objects = world([["etcd", etcdObject({ port: server.port })]]);

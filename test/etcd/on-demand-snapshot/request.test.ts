@@ -1,4 +1,4 @@
-/** The snapshot request (contract §1.10): URL, logical host, timeout, CA. */
+/** The snapshot request (docs/contract.md §9): URL, logical host, timeout, CA. */
 import { Result } from "effect";
 import { describe, expect, it } from "vitest";
 import type { OnDemandSnapshotConfig } from "../../../src/etcd/api/config/on-demand-snapshot.ts";
@@ -19,7 +19,7 @@ const config = (patch: Partial<OnDemandSnapshotConfig> = {}): OnDemandSnapshotCo
   ...patch,
 });
 
-describe("snapshot request (contract §1.10)", () => {
+describe("snapshot request (docs/contract.md §9)", () => {
   it("http://<etcd>-client.<ns>:8080/snapshot/full when spec.backup.port is absent", () => {
     expect(snapshotRequest(etcd(), config(), 900_000, undefined)).toEqual({
       url: "http://test-etcd-client.ns:8080/snapshot/full",

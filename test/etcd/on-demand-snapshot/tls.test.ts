@@ -1,5 +1,5 @@
 /**
- * Contract §1.5 TLS rows (§1.11) and decision 8, against an HTTPS stand-in on 127.0.0.1 whose server
+ * docs/contract.md §5 TLS rows (§10) and §13 D8, against an HTTPS stand-in on 127.0.0.1 whose server
  * certificate names `test-etcd-client.ns` and is signed by a CA generated for the test (test PKI built on
  * node:crypto). The connection goes to 127.0.0.1 while URL, Host, SNI and verification use the logical host.
  */
@@ -61,7 +61,7 @@ const tlsWorld = (spec: TlsWorld = {}) => {
 
 const created = { kind: "completed", description: "Snapshot created successfully" } as const;
 
-describe("TLS: the CA comes from the StatefulSet's backup-restore-ca volume (contract §1.11)", () => {
+describe("TLS: the CA comes from the StatefulSet's backup-restore-ca volume (docs/contract.md §10)", () => {
   it("https POST verified with the secret's CA; Host and SNI are <etcd>-client.<ns>, TLS ≥ 1.2, no client cert", async () => {
     const before = standIn.requests.length;
     expect(await run("execute", taskOf(), tlsWorld())).toEqual(created);
@@ -251,7 +251,7 @@ describe("TLS: the CA comes from the StatefulSet's backup-restore-ca volume (con
   });
 });
 
-describe("decision 8: tlsCASecretRef.name stands in for a missing StatefulSet or volume", () => {
+describe("§13 D8: tlsCASecretRef.name stands in for a missing StatefulSet or volume", () => {
   const named = { name: "ca-from-ref", dataKey: "ca.crt" };
   // `ca` exists only once beforeAll ran, so the secret is built inside each test.
   const refSecret = () => ({ name: "ca-from-ref", data: { "ca.crt": ca.certPem } });

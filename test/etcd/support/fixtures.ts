@@ -1,5 +1,5 @@
 /**
- * Contract §3.0 fixtures for handler tests (F-ETCD, F-TASK, F-TLS) in wire form, and a runner that calls
+ * docs/contract.md §14 fixtures for handler tests (F-ETCD, F-TASK, F-TLS) in wire form, and a runner that calls
  * one handler phase with the in-memory ObjectReader and Node's HTTP client routed to the stand-in
  * (`--resolve <etcd>-client.<ns>:*:127.0.0.1`).
  */

@@ -1,5 +1,5 @@
 /**
- * A stand-in for the etcd-backup-restore sidecar (contract §0): an HTTP(S) server on 127.0.0.1 whose
+ * A stand-in for the etcd-backup-restore sidecar (docs/contract.md §7): an HTTP(S) server on 127.0.0.1 whose
  * answer the test sets, recording every request (method, path, raw query, Host header, SNI, arrival
  * time). Modes: OK(body), STATUS(n), DELAY(ms, then a mode), STALL_BODY (200 headers flushed, body
  * withheld). REFUSE is a port nothing listens on (`refusedPort`). TLS when a certificate is given.

@@ -1,6 +1,6 @@
 /**
  * `spec.config.onDemandSnapshot`: etcd-druid's own task type, a full or delta snapshot taken by the
- * etcd-backup-restore sidecar (contract §1.1, §2). Its CRD definition is druid's, unchanged.
+ * etcd-backup-restore sidecar (docs/contract.md §1, §1.1). Its CRD definition is druid's, unchanged.
  */
 import * as Schema from "effect/Schema";
 import { type Assignable, boundedInt32, int32WithDefault } from "../../../api/schema-helpers.ts";
@@ -10,7 +10,7 @@ export const OnDemandSnapshotMember = "onDemandSnapshot";
 export const SnapshotTypes = ["full", "delta"] as const;
 export type SnapshotType = (typeof SnapshotTypes)[number];
 
-/** Defaults and minimums from druid's CRD (V9, V10, §2.2). */
+/** Defaults and minimums from druid's CRD (V9, V10, §1.2). */
 export const OnDemandSnapshotLimits = {
   timeoutSecondsDelta: { default: 60, minimum: 10 },
   timeoutSecondsFull: { default: 900, minimum: 120 },
@@ -58,6 +58,6 @@ export type OnDemandSnapshotConfigMatchesSchema = [
   Assignable<OnDemandSnapshotConfig, typeof OnDemandSnapshotConfigSchema.Type>,
 ];
 
-/** The client timeout of the snapshot call for the configured type (contract §1.10). */
+/** The client timeout of the snapshot call for the configured type (docs/contract.md §9). */
 export const snapshotTimeoutSeconds = (config: OnDemandSnapshotConfig): number =>
   config.type === "full" ? config.timeoutSecondsFull : config.timeoutSecondsDelta;

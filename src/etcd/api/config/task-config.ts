@@ -4,7 +4,7 @@
  * Decoding turns the single member into a value tagged with `kind`. A member this build does not know
  * decodes too, as `{ kind: "unsupported", member }`: the controller must be able to Reject such a
  * task (`ERR_UNSUPPORTED_TASK`) and delete it, so an unknown task type must never make decoding fail
- * (druid bug 1.16 #12). A known member with an invalid body fails with errors under its path.
+ * (docs/contract.md §13 D7). A known member with an invalid body fails with errors under its path.
  */
 import * as Effect from "effect/Effect";
 import * as Schema from "effect/Schema";

@@ -1,0 +1,202 @@
+/**
+ * The task CLI for a kind defined with the library (`defineTaskKind`), beside EtcdOpsTask: `--kind`
+ * picks it, and get, describe, wait and delete read it through its own decoder, columns and words,
+ * against a real API server with the library's controller (`runTaskController`) running it.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CustomObjectsApi } from "@kubernetes/client-node";
+import * as Schema from "effect/Schema";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { cliKindOf } from "../../src/cli/task/cli-kind.ts";
+import { etcdCliKind } from "../../src/cli/task/etcd-kind.ts";
+import { makeTaskCommands } from "../../src/cli/task/index.ts";
+import type { TaskIo } from "../../src/cli/task/io.ts";
+import {
+  completed,
+  configMember,
+  configUnion,
+  defineTaskKind,
+  failed,
+  ObjectMeta,
+  promiseHandler,
+  runTaskController,
+  type TaskController,
+  TaskStatusSchema,
+} from "../../src/index.ts";
+import { createTestNamespace, useControlPlane } from "../support/cluster.ts";
+import { waitFor } from "../support/wait.ts";
+
+const group = "tests.opstask.dev";
+const crdDir = mkdtempSync(join(tmpdir(), "opstask-probe-crd-"));
+const crdPath = join(crdDir, "probes.yaml");
+writeFileSync(
+  crdPath,
+  stringify({
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `probes.${group}` },
+    spec: {
+      group,
+      scope: "Namespaced",
+      names: { kind: "Probe", listKind: "ProbeList", plural: "probes", singular: "probe" },
+      versions: [
+        {
+          name: "v1",
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          schema: {
+            openAPIV3Schema: {
+              type: "object",
+              properties: {
+                spec: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
+                status: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
+              },
+            },
+          },
+        },
+      ],
+    },
+  }),
+);
+const cluster = useControlPlane({ crds: [crdPath] });
+
+const ProbeSchema = Schema.Struct({
+  metadata: ObjectMeta,
+  spec: Schema.Struct({
+    target: Schema.String,
+    ttlSecondsAfterFinished: Schema.Number,
+    config: configUnion({ ping: Schema.Struct({ answer: Schema.String }) }),
+  }),
+  status: Schema.optionalKey(TaskStatusSchema),
+});
+type Probe = typeof ProbeSchema.Type;
+
+const probeKind = defineTaskKind({
+  group,
+  version: "v1",
+  kind: "Probe",
+  plural: "probes",
+  finalizer: `${group}/probe`,
+  vocabulary: { group: "target" },
+  schema: ProbeSchema,
+  ttlSeconds: (task) => task.spec.ttlSecondsAfterFinished,
+  admissionGroup: (task) => task.spec.target,
+  member: (task) => configMember(task.spec.config),
+  status: (task) => task.status,
+});
+
+const probeCliKind = cliKindOf(probeKind, {
+  groupHeader: "TARGET",
+  summary: (task: Probe) => `ping ${task.spec.target}`,
+});
+
+const run = async (args: ReadonlyArray<string>, command = "get") => {
+  let out = "";
+  let err = "";
+  const io: TaskIo = {
+    stdout: {
+      write: (text) => {
+        out += text;
+      },
+      isTTY: false,
+    },
+    stderr: {
+      write: (text) => {
+        err += text;
+      },
+      isTTY: false,
+    },
+    env: {},
+    program: "opstask",
+  };
+  const code = await makeTaskCommands(() => io, [etcdCliKind, probeCliKind])[command]?.(args);
+  return { code, out, err };
+};
+
+describe("the task CLI for a kind defined with the library", () => {
+  let namespace: string;
+  let controller: TaskController | undefined;
+  const at = () => ["--kubeconfig", cluster().kubeconfigPath, "-n", namespace, "--kind", "probes"];
+
+  beforeAll(async () => {
+    const kc = cluster().makeKubeConfig();
+    namespace = await createTestNamespace(kc, "kinds");
+    controller = await runTaskController({
+      kind: probeKind,
+      handlers: {
+        ping: promiseHandler<Probe>({
+          execute: (task) =>
+            task.spec.config.kind === "ping" && task.spec.config.answer === "pong"
+              ? completed("Pong received")
+              : failed("No pong", { code: "ERR_NO_PONG", message: "no pong", cause: task.spec.target }),
+        }),
+      },
+      kubeConfig: kc,
+      namespace,
+      logLevel: "warn",
+    });
+    const api = kc.makeApiClient(CustomObjectsApi);
+    for (const [name, answer] of [
+      ["good", "pong"],
+      ["bad", "silence"],
+    ] as const)
+      await api.createNamespacedCustomObject({
+        group,
+        version: "v1",
+        plural: "probes",
+        namespace,
+        body: {
+          apiVersion: `${group}/v1`,
+          kind: "Probe",
+          metadata: { name },
+          spec: { target: `host-${name}`, ttlSecondsAfterFinished: 3600, config: { ping: { answer } } },
+        },
+      });
+  });
+  afterAll(async () => {
+    await controller?.stop();
+    rmSync(crdDir, { recursive: true, force: true });
+  });
+
+  it("waits, lists, describes and deletes Probes with their own columns and words", async () => {
+    expect(await run([...at(), "good"], "wait")).toMatchObject({ code: 0 });
+    expect(await run([...at(), "bad"], "wait")).toMatchObject({ code: 1 });
+
+    const table = await run(at());
+    expect(table.code).toBe(0);
+    const lines = table.out.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^NAME +STATE +TARGET +PHASE +AGE +LAST ERROR$/);
+    expect(lines[1]).toMatch(/^bad +Failed +host-bad +Execution\/Failed +\d+s +ERR_NO_PONG$/);
+    expect(lines[2]).toMatch(/^good +Succeeded +host-good +Execution\/Completed +\d+s +<none>$/);
+
+    expect((await run([...at(), "-o", "name"])).out).toBe(
+      "probe.tests.opstask.dev/bad\nprobe.tests.opstask.dev/good\n",
+    );
+
+    const described = await run([...at(), "bad"], "describe");
+    expect(described.code).toBe(0);
+    expect(described.out).toContain("Target:      host-bad\n");
+    expect(described.out).toContain("Task:        ping host-bad\n");
+    expect(described.out).toContain("Why:         Failed: ERR_NO_PONG: no pong (cause: host-bad)");
+
+    // The default kind stays EtcdOpsTask (none here; its CRD is not even installed).
+    const etcdTasks = await run(["--kubeconfig", cluster().kubeconfigPath, "-n", namespace]);
+    expect(etcdTasks.code).toBe(1);
+    expect(etcdTasks.err).toContain("NotFound (404)");
+
+    const deleted = await run([...at(), "good", "bad"], "delete");
+    expect(deleted).toEqual({
+      code: 0,
+      out: 'probe.tests.opstask.dev "good" deleted\nprobe.tests.opstask.dev "bad" deleted\n',
+      err: "",
+    });
+    await waitFor("both to be gone (the controller releases its finalizer)", async () => {
+      const left = await run([...at(), "-o", "name"]);
+      return left.out === "" ? true : undefined;
+    });
+  });
+});
