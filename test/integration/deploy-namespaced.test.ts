@@ -536,7 +536,9 @@ describe("the compaction Job policy (deploy/compaction-job-policy.yaml)", () => 
     },
   );
 
-  it("refuses a task author's image when the controller creates its Job", async () => {
+  // The controller refuses the image itself (Admit); the policy above is the second wall, for a
+  // controller that would not.
+  it("refuses a task author's image: the task is Rejected and no Job is created", async () => {
     await admin.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
       ...druid,
       plural: "etcdopstasks",
@@ -565,8 +567,8 @@ describe("the compaction Job policy (deploy/compaction-job-policy.yaml)", () => 
       },
       { timeout: 30_000, interval: 200 },
     );
-    expect(errors[0]?.code).toBe("ERR_CREATE_JOB");
-    expect(JSON.stringify(errors)).toMatch(/is not one the opstask controller may run/);
+    expect(errors[0]?.code).toBe("ERR_COMPACTION_IMAGE_NOT_ALLOWED");
+    expect(JSON.stringify(errors)).toMatch(/spec\.config\.onDemandSnapshotCompaction\.image/);
     expect(
       (
         await refusal(
