@@ -192,6 +192,7 @@ const sumStats = (all: ReadonlyArray<ControllerStats>): ControllerStats => {
     aborted: sum((s) => s.aborted),
     handlerCalls: sum((s) => s.handlerCalls),
     inFlightCalls: sum((s) => s.inFlightCalls),
+    orphanedCalls: sum((s) => s.orphanedCalls),
     remembered: sum((s) => s.remembered),
     writes,
   };

@@ -144,8 +144,6 @@ export interface Simulation<Task> {
 
 interface InFlight {
   readonly call: HandlerCall;
-  readonly namespace: string;
-  readonly name: string;
   readonly fiber: Fiber.Fiber<PhaseOutcome, unknown>;
   readonly done: Promise<unknown>;
 }
@@ -217,8 +215,6 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
     if (call === undefined) return { kind: "throw", message: "no call record for an asynchronous handler" };
     inFlight.set(call.id, {
       call,
-      namespace: facts.metadata.namespace,
-      name: facts.metadata.name,
       fiber,
       done: new Promise((resolve) => fiber.addObserver(resolve)),
     });
@@ -234,10 +230,13 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
     behaviour,
   });
 
-  /** Interrupts asynchronous calls the controller dropped (deleted task, crash): nobody waits for them. */
+  /**
+   * Interrupts asynchronous calls lost in a crash or superseded: nobody waits for them. (A call of a
+   * task deleted meanwhile runs on: it holds its admission group until it ends, as on a cluster.)
+   */
   const reap = async (): Promise<void> => {
     for (const [id, running] of inFlight) {
-      if (running.call.dropped === undefined) continue;
+      if (running.call.dropped === undefined || running.call.dropped === "cancelled") continue;
       inFlight.delete(id);
       await Effect.runPromise(Fiber.interrupt(running.fiber));
     }
@@ -253,12 +252,11 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
         const exit = running.fiber.pollUnsafe();
         if (exit === undefined) continue;
         inFlight.delete(running.call.id);
-        if (running.call.dropped !== undefined) continue;
         const outcome =
           exit._tag === "Success"
             ? exit.value
             : defectOutcome(Cause.pretty(exit.cause).split("\n")[0] ?? "defect");
-        controller.resolve(running.namespace, running.name, outcome);
+        controller.resolveCall(running.call.id, outcome);
       }
     }
   };

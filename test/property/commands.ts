@@ -240,6 +240,22 @@ class ResolveHanging implements Command {
   toString = () => `resolveHanging(#${this.pick}, ${this.outcome.kind})`;
 }
 
+/** A user's delete or label edit lands between a handler's return and the status write of its result. */
+class BetweenReturnAndWrite implements Command {
+  readonly action: "delete" | "label";
+  constructor(action: "delete" | "label") {
+    this.action = action;
+  }
+  check = () => true;
+  run(_: object, world: World): void {
+    world.controller.beforeNextResultWrite((ns, name) => {
+      if (this.action === "delete") world.server.delete(ns, name);
+      else world.server.patch(ns, name, { metadata: { labels: { touched: String(world.clock.now()) } } });
+    });
+  }
+  toString = () => `${this.action}BeforeNextResultWrite`;
+}
+
 const nameArb = fc.constantFrom(...names);
 
 export const commandArbs = [
@@ -253,6 +269,7 @@ export const commandArbs = [
   fc.constant(new FailNextStatusWrite()),
   fc.constant(new FailNextDelete()),
   fc.constant(new ConcurrentEdit()),
+  fc.constantFrom<"delete" | "label">("delete", "label").map((action) => new BetweenReturnAndWrite(action)),
   fc
     .tuple(
       fc.nat({ max: 3 }),
