@@ -8,6 +8,10 @@
  * A crash loses the scheduler's memory; the restart lists every object, as an informer would. Echoes
  * of our own writes wake no pass of their own task (as the runtime's informer drops them), but do wake
  * its peers when what they read changed.
+ *
+ * Over 400 lines, knowingly: the commands tests drive (crashes, parked and orphaned calls, faults)
+ * and the driving they disturb share one ready queue, one timer map and one scheduler, and splitting
+ * them would hand those around. The writes themselves are performed in memory-writes.ts.
  */
 import { isTerminal } from "../../api/status.ts";
 import { isTaskWrite, type PassEnd, type TaskEffect } from "../../effects/task-effect.ts";
@@ -18,8 +22,9 @@ import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "
 import { readFacts, type TaskFacts, type TaskKind } from "../../reconcile/task-kind.ts";
 import type { MemoryApiServer, WatchEvent } from "./api-server.ts";
 import type { FakeClock } from "./clock.ts";
+import { MemoryWrites } from "./memory-writes.ts";
 import type { JsonObject } from "./merge-patch.ts";
-import { answerOf, performWrite } from "./perform-write.ts";
+import { answerOf } from "./perform-write.ts";
 import type { Behaviour, HandlerCall, PassRecord, RecordedEvent, WriteRecord } from "./records.ts";
 
 export type { Behaviour, HandlerCall, PassRecord, RecordedEvent, WriteRecord } from "./records.ts";
@@ -67,7 +72,6 @@ const metadataOf = (object: JsonObject): JsonObject => (object.metadata ?? {}) a
 
 export class SimulatedController<Task> {
   readonly calls: HandlerCall[] = [];
-  readonly writes: WriteRecord[] = [];
   readonly events: RecordedEvent[] = [];
   readonly passes: PassRecord[] = [];
   epoch = 0;
@@ -82,17 +86,13 @@ export class SimulatedController<Task> {
   readonly #parked = new Map<string, Parked>();
   /** Hanging calls of deleted tasks: they run on until resolved, holding their group (16.12). */
   readonly #orphans: Parked[] = [];
-  /** resourceVersions our writes produced, until their watch event comes. */
-  readonly #ownVersions = new Set<string>();
   #crashCountdown: number | undefined;
-  #failNextStatusWrite = false;
-  #failNextDelete = false;
-  #concurrentEditBeforeNextMetadataWrite = false;
-  #beforeNextResultWrite: ((namespace: string, name: string) => void) | undefined;
+  readonly #writes: MemoryWrites;
   #runSerial = 0;
 
   constructor(options: SimulatedControllerOptions<Task>) {
     this.#options = options;
+    this.#writes = new MemoryWrites(options.server, options.clock);
     this.#scheduler = new TaskScheduler({ config: options.config, supported: options.supported });
     options.server.watch((event) => this.#onWatch(event));
     this.#relist();
@@ -158,23 +158,28 @@ export class SimulatedController<Task> {
     this.#parked.clear();
     this.#orphans.length = 0;
     this.#settled.clear();
-    this.#ownVersions.clear();
+    this.#writes.forget();
     this.#crashCountdown = undefined;
     this.#relist();
   }
 
+  /** API writes the controller made (finalizer, status, delete), in order. */
+  get writes(): ReadonlyArray<WriteRecord> {
+    return this.#writes.records;
+  }
+
   /** The next DELETE of a task fails (500). */
   failNextDelete(): void {
-    this.#failNextDelete = true;
+    this.#writes.failNextDelete();
   }
 
   failNextStatusWrite(): void {
-    this.#failNextStatusWrite = true;
+    this.#writes.failNextStatusWrite();
   }
 
   /** Someone else writes the object between our read and our next metadata write (a 409 for us). */
   editConcurrentlyBeforeNextMetadataWrite(): void {
-    this.#concurrentEditBeforeNextMetadataWrite = true;
+    this.#writes.editConcurrentlyBeforeNextMetadataWrite();
   }
 
   /**
@@ -182,7 +187,7 @@ export class SimulatedController<Task> {
    * delete or label edit landing between a handler's return and the write of its result.
    */
   beforeNextResultWrite(act: (namespace: string, name: string) => void): void {
-    this.#beforeNextResultWrite = act;
+    this.#writes.beforeNextResultWrite(act);
   }
 
   /** Names of tasks with a hanging handler call (a deleted task's call that runs on included). */
@@ -245,7 +250,7 @@ export class SimulatedController<Task> {
   #onWatch(event: Pick<WatchEvent, "type" | "object">): void {
     const facts = readFacts(this.#options.kind, event.object);
     if (facts === undefined) return;
-    const own = this.#ownVersions.delete(facts.metadata.resourceVersion);
+    const own = this.#writes.isOwn(facts.metadata.resourceVersion);
     const { wake, orphaned } = this.#scheduler.changed({ type: event.type, facts, own });
     if (orphaned !== undefined) {
       const key = `${facts.metadata.namespace}/${facts.metadata.name}`;
@@ -417,7 +422,11 @@ export class SimulatedController<Task> {
         });
         return Answer.Done({ now: clock.now() });
       default: {
-        const result = answerOf(this.#write(running, request, holdsResult), clock.now());
+        const [namespace] = splitKey(running.key);
+        const target = { uid: running.uid, namespace, name: running.name, object: running.object };
+        const written = this.#writes.write(target, request, holdsResult);
+        if (written.kind === "ok" && written.object !== undefined) running.object = written.object;
+        const result = answerOf(written, clock.now());
         const writesResult = request._tag === "PatchStatus" || request._tag === "RemoveFinalizer";
         if (result._tag === "Done" && writesResult && holdsResult && running.call !== undefined) {
           running.call.persisted = true;
@@ -466,51 +475,6 @@ export class SimulatedController<Task> {
     this.#enqueueAll(this.#scheduler.returned(running, callId).wake);
     running.call = call;
     return Answer.Returned({ outcome, now: clock.now() });
-  }
-
-  /** Performs one write, with the faults a test asked for. */
-  #write(
-    running: Running,
-    request: Exclude<PassRequest, { _tag: "RunPhase" | "RecordEvent" }>,
-    holdsResult: boolean,
-  ) {
-    const { server, clock } = this.#options;
-    const [namespace, name] = splitKey(running.key);
-    if (request._tag === "PatchStatus" && holdsResult && this.#beforeNextResultWrite !== undefined) {
-      const act = this.#beforeNextResultWrite;
-      this.#beforeNextResultWrite = undefined;
-      act(namespace, name);
-    }
-    if (
-      (request._tag === "AddFinalizer" || request._tag === "RemoveFinalizer") &&
-      this.#concurrentEditBeforeNextMetadataWrite
-    ) {
-      this.#concurrentEditBeforeNextMetadataWrite = false;
-      server.patch(namespace, name, { metadata: { labels: { "edited-by": `someone-${clock.now()}` } } });
-    }
-    if (request._tag === "DeleteTask" && this.#failNextDelete) {
-      this.#failNextDelete = false;
-      return {
-        kind: "failed",
-        reason: "the server is currently unable to handle the request (delete etcdopstasks)",
-      } as const;
-    }
-    if (request._tag === "PatchStatus" && this.#failNextStatusWrite) {
-      this.#failNextStatusWrite = false;
-      return { kind: "failed", reason: "status write failed: 500 Internal Server Error" } as const;
-    }
-    // Our write's watch event must not wake this task (the runtime's informer drops such echoes).
-    const before = server.events.length;
-    const result = performWrite(server, running.object, request);
-    for (const event of server.events.slice(before)) {
-      const version = metadataOf(event.object).resourceVersion;
-      if (typeof version === "string" && metadataOf(event.object).uid === running.uid)
-        this.#ownVersions.add(version);
-    }
-    if (result.kind === "ok" && result.object !== undefined) running.object = result.object;
-    if (result.kind === "ok" && isTaskWrite(request))
-      this.writes.push({ uid: running.uid, name, effect: request._tag, at: clock.now() });
-    return result;
   }
 
   #record(running: Running, last: Step, how: { aborted?: string; end?: PassEnd }): void {
