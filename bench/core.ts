@@ -10,6 +10,8 @@
 import { performance } from "node:perf_hooks";
 import type { TaskStatus } from "../src/api/status.ts";
 import { etcdOpsTaskKind } from "../src/etcd/api/etcdopstask-kind.ts";
+import { etcdHandlers } from "../src/etcd/registry.ts";
+import { supportedMembers } from "../src/handlers/handler.ts";
 import type { Behaviour } from "../src/interpreters/memory/controller.ts";
 import type { JsonObject } from "../src/interpreters/memory/merge-patch.ts";
 import { toWireTime } from "../src/machine/time.ts";
@@ -29,7 +31,7 @@ import { switchReducer } from "./switch-reducer.ts";
 
 const config = lifecycleConfig(etcdOpsTaskKind);
 const now = epoch + 5_000;
-const supported = ["onDemandSnapshot", "onDemandMaintenance", "onDemandSnapshotCompaction"];
+const supported = supportedMembers(etcdHandlers);
 
 const stored = (changes: {
   finalizers?: string[];

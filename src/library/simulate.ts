@@ -21,6 +21,7 @@ import * as Fiber from "effect/Fiber";
 import * as Layer from "effect/Layer";
 import * as ManagedRuntime from "effect/ManagedRuntime";
 import type { TaskState, TaskStatus } from "../api/status.ts";
+import { supportedMembers } from "../handlers/handler.ts";
 import { MemoryApiServer, type WatchEvent } from "../interpreters/memory/api-server.ts";
 import { FakeClock } from "../interpreters/memory/clock.ts";
 import {
@@ -224,7 +225,7 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
   const controller: SimulatedController<Task> = new SimulatedController({
     kind,
     config,
-    supported: Object.keys(handlers),
+    supported: supportedMembers(handlers),
     server,
     clock,
     behaviour,

@@ -25,7 +25,7 @@ import * as Schedule from "effect/Schedule";
 import type * as Scope from "effect/Scope";
 import * as Stream from "effect/Stream";
 import { isTerminal } from "../api/status.ts";
-import type { HandlerRegistry } from "../handlers/handler.ts";
+import { type HandlerRegistry, supportedMembers } from "../handlers/handler.ts";
 import type { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { performOnCluster } from "../interpreters/kubernetes/perform.ts";
 import type { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
@@ -118,7 +118,7 @@ export const runController = <Task, R>(
   Effect.gen(function* () {
     const { kind, config, handlers } = options;
     const observer = options.observer ?? noObserver;
-    const supported = Object.keys(handlers).sort();
+    const supported = supportedMembers(handlers);
     const informer = yield* makeInformer({
       kubeConfig: options.kubeConfig,
       resource: kind.resource,

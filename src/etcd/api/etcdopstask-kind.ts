@@ -1,8 +1,13 @@
-/** EtcdOpsTask as a `TaskKind`: what the generic lifecycle needs to run druid's task resource. */
+/**
+ * EtcdOpsTask as a task kind, defined with the library's `defineTaskKind` as any operator's own kind
+ * is. Its decoder is druid-exact (src/etcd/api/etcdopstask.ts): a task whose spec does not decode
+ * still yields its metadata and status, so it can be Rejected with ERR_INVALID_TASK and deleted.
+ */
 import * as Result from "effect/Result";
 import * as SchemaParser from "effect/SchemaParser";
 import { TaskStatusSchema } from "../../api/status-schema.ts";
-import type { TaskKind } from "../../reconcile/task-kind.ts";
+import { configMember } from "../../library/config-union.ts";
+import { defineTaskKind } from "../../library/define-task-kind.ts";
 import {
   decodeEtcdOpsTask,
   type EtcdOpsTask,
@@ -24,8 +29,11 @@ const statusOf = (object: unknown) => {
   return Result.isSuccess(decoded) ? decoded.success : undefined;
 };
 
-export const etcdOpsTaskKind: TaskKind<EtcdOpsTask> = {
-  resource: { group: Group, version: Version, kind: Kind, plural: Plural },
+export const etcdOpsTaskKind = defineTaskKind<EtcdOpsTask>({
+  group: Group,
+  version: Version,
+  kind: Kind,
+  plural: Plural,
   finalizer: Finalizer,
   vocabulary: { kind: Kind, group: "etcd" },
   defaultTtlSeconds: TtlLimits.default,
@@ -43,12 +51,9 @@ export const etcdOpsTaskKind: TaskKind<EtcdOpsTask> = {
       },
     };
   },
-  facts: (task) => ({
-    metadata: task.metadata,
-    ttlSeconds: task.spec.ttlSecondsAfterFinished,
-    // Druid keys duplicates on a non-nil etcdName; "" is a group of its own (contract §1.9).
-    ...(task.spec.etcdName === undefined ? {} : { group: task.spec.etcdName }),
-    member: task.spec.config.kind === "unsupported" ? task.spec.config.member : task.spec.config.kind,
-    status: task.status ?? {},
-  }),
-};
+  ttlSeconds: (task) => task.spec.ttlSecondsAfterFinished,
+  // Druid keys duplicates on a non-nil etcdName; "" is a group of its own (contract §1.9).
+  admissionGroup: (task) => task.spec.etcdName,
+  member: (task) => configMember(task.spec.config),
+  status: (task) => task.status,
+});
