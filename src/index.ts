@@ -78,6 +78,7 @@ export {
   type TaskKindDefinition,
   type TaskSource,
 } from "./library/define-task-kind.ts";
+export type { HandlersFor, MemberOf } from "./library/handlers-for.ts";
 export { completed, failed, retry } from "./library/outcome.ts";
 export { type PromiseHandler, type PromisePhase, promiseHandler } from "./library/promise-handler.ts";
 export {
