@@ -22,8 +22,8 @@
 import * as Data from "effect/Data";
 import * as Effect from "effect/Effect";
 import { type ExecutableActionsFrom, getMicrosteps, type SnapshotFrom } from "xstate";
-import { effectsOf } from "../effects/from-actions.ts";
 import { isPassEnd, type PassEnd, type TaskEffect } from "../effects/task-effect.ts";
+import { effectsOf } from "../machine/effects-of-actions.ts";
 import {
   contextOf,
   type DeleteEvent,
