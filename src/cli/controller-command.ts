@@ -1,26 +1,25 @@
 /**
- * `opstask controller`: the EtcdOpsTask controller as a process. Loads the kubeconfig, starts one
- * controller per watched namespace (or one for all), logs as JSON lines with a reconcile ID per pass,
- * and on SIGTERM/SIGINT stops taking work, lets passes in flight finish, and exits 0.
+ * `opstask controller`: the EtcdOpsTask controller as a process, a thin command over the library's
+ * `runTaskController` (the flagship is the framework's first user). Loads the kubeconfig, starts one
+ * controller per watched namespace (or one for all) once this instance leads, serves metrics and
+ * probes, logs as JSON lines with a reconcile ID per pass, and on SIGTERM/SIGINT stops taking work,
+ * lets passes in flight finish, and exits 0.
  */
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import * as Effect from "effect/Effect";
 import * as Exit from "effect/Exit";
 import * as Fiber from "effect/Fiber";
-import * as Layer from "effect/Layer";
 import * as Logger from "effect/Logger";
 import * as References from "effect/References";
 import * as Scope from "effect/Scope";
 import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
 import { etcdHandlerLayer, etcdHandlers } from "../etcd/registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
-import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
 import { KubeconfigError, loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { RequestCounter } from "../kube/request-metrics.ts";
-import { lifecycleConfig } from "../reconcile/defaults.ts";
-import { type ControllerHandle, runController } from "../runtime/controller.ts";
+import { runTaskController, type TaskController } from "../library/run-task-controller.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
 import { sumQueueMetrics } from "../runtime/work-queue.ts";
@@ -39,23 +38,16 @@ export const serveController = async (
   signal: AbortSignal,
 ): Promise<"stopped" | "lost"> => {
   const counter = new RequestCounter();
-  const config = lifecycleConfig(etcdOpsTaskKind, {
-    duplicatePolicy: options.duplicatePolicy,
-    requeueIntervalMs: options.requeueInterval,
-    backoffBaseMs: options.backoffBase,
-    backoffCapMs: options.backoffCap,
-    ...(options.phaseDeadline > 0 ? { phaseDeadlineMs: options.phaseDeadline } : {}),
-  });
   const namespaces: ReadonlyArray<string | undefined> =
     options.namespaces.length === 0 ? [undefined] : options.namespaces;
   let leading = !options.leaderElect;
   let lostLeadership = false;
   const metrics = makeControllerMetrics();
-  const handles: ControllerHandle[] = [];
-  let synced = 0;
+  /** The controllers, once started (on start, or once this instance leads). */
+  let running: TaskController | undefined;
   metrics.attach({
-    queue: () => sumQueueMetrics(handles.map((handle) => handle.queue())),
-    handlerCallsInFlight: () => handles.reduce((total, handle) => total + handle.stats().inFlightCalls, 0),
+    queue: () => sumQueueMetrics(running === undefined ? [] : [running.queue()]),
+    handlerCallsInFlight: () => running?.stats().inFlightCalls ?? 0,
     requests: counter,
     leader: () => leading,
   });
@@ -70,31 +62,45 @@ export const serveController = async (
     await startOpsServer(options.probeAddress, {
       // A standby is ready (healthy, waiting for the Lease); a leader once its caches hold the first LIST.
       notReady: () =>
-        leading && synced < namespaces.length
-          ? `caches not synced (${synced}/${namespaces.length})`
+        leading && running === undefined
+          ? `caches not synced (${namespaces.length} namespace(s))`
           : undefined,
     }),
   ];
+  // The flagship is the library's first user: the same `runTaskController` any operator calls.
   const controllers = Effect.gen(function* () {
-    for (const namespace of namespaces) {
-      const handle = yield* runController({
-        observer,
-        kind: etcdOpsTaskKind,
-        handlers: etcdHandlers,
-        config,
-        kubeConfig,
-        concurrency: options.concurrency,
-        counter,
-        groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
-        ...(namespace === undefined ? {} : { namespace }),
-      });
-      handles.push(handle);
-      yield* handle.synced;
-      synced += 1;
+    const controller = yield* Effect.acquireRelease(
+      // Interrupted while starting (a signal, a lost Lease): the abort stops the start.
+      Effect.tryPromise((abort) =>
+        runTaskController({
+          signal: abort,
+          kind: etcdOpsTaskKind,
+          handlers: etcdHandlers,
+          services: etcdHandlerLayer({ kubeConfig, resolve: options.resolve }),
+          kubeConfig,
+          ...(options.namespaces.length === 0 ? {} : { namespace: options.namespaces }),
+          concurrency: options.concurrency,
+          duplicatePolicy: options.duplicatePolicy,
+          timing: {
+            requeueIntervalMs: options.requeueInterval,
+            backoffBaseMs: options.backoffBase,
+            backoffCapMs: options.backoffCap,
+            ...(options.phaseDeadline > 0 ? { phaseDeadlineMs: options.phaseDeadline } : {}),
+          },
+          groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
+          observer,
+          counter,
+          logLevel: options.logLevel,
+          logFormat: options.logFormat === "json" ? "json" : "logfmt",
+        }),
+      ),
+      (started) => Effect.promise(() => started.stop()),
+    );
+    running = controller;
+    for (const namespace of namespaces)
       yield* Effect.logInfo("watching EtcdOpsTasks").pipe(
         Effect.annotateLogs({ namespace: namespace ?? "(all)" }),
       );
-    }
     yield* Effect.never;
   });
   const program = Effect.gen(function* () {
@@ -126,11 +132,7 @@ export const serveController = async (
       ),
     );
   });
-  const layer = Layer.mergeAll(
-    kubernetesLayer({ kubeConfig, resource: etcdOpsTaskKind.resource, counter }),
-    etcdHandlerLayer({ kubeConfig, resolve: options.resolve }),
-    Logger.layer([options.logFormat === "json" ? Logger.consoleJson : Logger.consoleLogFmt]),
-  );
+  const layer = Logger.layer([options.logFormat === "json" ? Logger.consoleJson : Logger.consoleLogFmt]);
   const scope = Scope.makeUnsafe();
   const fiber = Effect.runFork(
     program.pipe(

@@ -66,6 +66,8 @@ export interface TaskControllerBaseOptions<Task, R> {
   readonly reportingController?: string;
   /** Told about every pass and finished task, e.g. `makeControllerMetrics().observer`. */
   readonly observer?: ControllerObserver;
+  /** Where every API request is counted (share one with other clients, e.g. leader election); default: a new one. */
+  readonly counter?: RequestCounter;
   /** Aborting it stops the controller (as `stop()` does); before the start resolves, the start rejects with its reason. */
   readonly signal?: AbortSignal;
   /** What the handlers need (`R`), built once at start and released by `stop()`. */
@@ -95,7 +97,7 @@ export const runTaskController = async <Task, R = never>(
 ): Promise<TaskController> => {
   const { kind, handlers } = options;
   const kubeConfig = options.kubeConfig ?? (await loadKubeClient());
-  const counter = new RequestCounter();
+  const counter = options.counter ?? new RequestCounter();
   const config = lifecycleConfig(kind, {
     ...options.timing,
     ...(options.duplicatePolicy === undefined ? {} : { duplicatePolicy: options.duplicatePolicy }),
