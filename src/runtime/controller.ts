@@ -181,7 +181,9 @@ export const runController = <Task, R>(
             ) {
               if (inCache) scheduler.release(running.uid);
             }
-            yield* wakeAll(scheduler.changed({ type: "MODIFIED", facts: running.facts, own: true }).wake);
+            // (A task the cache has dropped already is gone: its DELETED event told the scheduler.)
+            if (inCache)
+              yield* wakeAll(scheduler.changed({ type: "MODIFIED", facts: running.facts, own: true }).wake);
             const state = request._tag === "PatchStatus" ? request.patch.state : undefined;
             if (typeof state === "string" && isTerminal(state)) {
               const now = yield* Clock.currentTimeMillis;
