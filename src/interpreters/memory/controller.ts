@@ -14,7 +14,7 @@
  * them would hand those around. The writes themselves are performed in memory-writes.ts.
  */
 import { isTerminal } from "../../api/status.ts";
-import { isTaskWrite, type PassEnd, type TaskEffect } from "../../effects/task-effect.ts";
+import type { PassEnd, TaskEffect } from "../../effects/task-effect.ts";
 import type { LifecycleConfig, Phase, PhaseOutcome } from "../../machine/types.ts";
 import { defectOutcome } from "../../reconcile/handler-defect.ts";
 import { Answer, answer, driveSync, type PassRequest, type Step, start } from "../../reconcile/pass.ts";
