@@ -40,7 +40,11 @@ import { readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind
 import { completed } from "./outcome.ts";
 import type { ServicesOption } from "./services-option.ts";
 
-/** A handler answer that never comes by itself: the call stays in flight until `resolve` (or a delete, or a crash). */
+/**
+ * A handler answer that never comes by itself: the call stays in flight until `resolve` (or a crash).
+ * Deleting its task lets the task go, but not the call: it holds the task's admission group until it
+ * is resolved, and its result is then discarded (as on a cluster).
+ */
 export interface Hang {
   readonly kind: "hang";
 }
@@ -109,7 +113,7 @@ export interface Simulation<Task> {
   readonly settle: () => Promise<void>;
   /** The controller process dies and restarts: its memory (timers, backoff, results not yet written) is gone. */
   readonly crash: () => void;
-  /** A call parked with `hang` returns `outcome`; false when none is parked for `name`. */
+  /** A call parked with `hang` returns `outcome` (a deleted task's call after the current one); false when none is parked for `name`. */
   readonly resolve: (name: string, outcome: PhaseOutcome) => boolean;
   /** Names of tasks with a call in flight (`hang`, or an asynchronous handler not yet settled). */
   readonly hanging: () => string[];
