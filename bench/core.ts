@@ -10,13 +10,15 @@
 import { performance } from "node:perf_hooks";
 import type { TaskStatus } from "../src/api/status.ts";
 import { etcdOpsTaskKind } from "../src/etcd/api/etcdopstask-kind.ts";
+import { etcdHandlers } from "../src/etcd/registry.ts";
+import { supportedMembers } from "../src/handlers/handler.ts";
 import type { Behaviour } from "../src/interpreters/memory/controller.ts";
 import type { JsonObject } from "../src/interpreters/memory/merge-patch.ts";
 import { toWireTime } from "../src/machine/time.ts";
 import type { PassInput, Phase } from "../src/machine/types.ts";
 import { lifecycleConfig } from "../src/reconcile/defaults.ts";
 import { observe } from "../src/reconcile/observe.ts";
-import { startPass } from "../src/reconcile/pass.ts";
+import { Answer, driveSync, type PassRequest, start } from "../src/reconcile/pass.ts";
 import {
   completed,
   epoch,
@@ -29,7 +31,7 @@ import { switchReducer } from "./switch-reducer.ts";
 
 const config = lifecycleConfig(etcdOpsTaskKind);
 const now = epoch + 5_000;
-const supported = ["onDemandSnapshot", "onDemandMaintenance", "onDemandSnapshotCompaction"];
+const supported = supportedMembers(etcdHandlers);
 
 const stored = (changes: {
   finalizers?: string[];
@@ -87,19 +89,16 @@ const inputOf = (object: JsonObject): PassInput => {
   return { task: observe(facts, supported), peers: [], now, runId: "bench", retries: 0, config };
 };
 
-/** Effects up to the first that needs an answer (a handler call) or ends the pass. */
+/** Requests up to the first that needs an answer (a handler call, a DELETE), or the pass's end. */
 const machineFirstStep = (object: JsonObject) => {
-  const pass = startPass(inputOf(object));
-  return pass.pending.slice(
-    0,
-    pass.pending.findIndex(
-      (e) =>
-        e._tag === "RunPhase" ||
-        e._tag === "RequeueAfter" ||
-        e._tag === "AwaitChange" ||
-        e._tag === "DeleteTask",
-    ) + 1,
-  );
+  const requests: PassRequest[] = [];
+  const last = driveSync(start(inputOf(object)), (request) => {
+    requests.push(request);
+    return request._tag === "RunPhase" || request._tag === "DeleteTask"
+      ? Answer.Suspend()
+      : Answer.Done({ now });
+  });
+  return last._tag === "End" ? [...requests, last.end] : requests;
 };
 const switchFirstStep = (object: JsonObject) => switchReducer(inputOf(object));
 

@@ -17,8 +17,7 @@ import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { isMap, isScalar, parse, parseDocument, stringify } from "yaml";
 import type { OpenApiSchema } from "../src/api/crd/openapi.ts";
-import { onDemandMaintenanceOpenApi } from "../src/etcd/api/config/on-demand-maintenance.ts";
-import { onDemandSnapshotCompactionOpenApi } from "../src/etcd/api/config/on-demand-snapshot-compaction.ts";
+import { addedConfigOpenApi } from "../src/etcd/api/config/task-config.ts";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 /** etcd-druid's EtcdOpsTask CRD, the input (vendor/etcd-druid/README.md). */
@@ -27,11 +26,9 @@ export const crdOutDir = join(repoRoot, "deploy/crds");
 export const EtcdOpsTaskCrdFile = "druid.gardener.cloud_etcdopstasks.yaml";
 export const EtcdCrdFile = "druid.gardener.cloud_etcds.yaml";
 
-/** The `spec.config` members opstask adds to druid's union. */
-export const addedConfigMembers: ReadonlyArray<readonly [string, OpenApiSchema]> = [
-  ["onDemandMaintenance", onDemandMaintenanceOpenApi],
-  ["onDemandSnapshotCompaction", onDemandSnapshotCompactionOpenApi],
-];
+/** The `spec.config` members opstask adds to druid's union (their list is the config union's, src/etcd/api/config/task-config.ts). */
+export const addedConfigMembers: ReadonlyArray<readonly [string, OpenApiSchema]> =
+  Object.entries(addedConfigOpenApi);
 
 /** Path of the config union's `properties` in the CRD document. */
 const configPropertiesPath = [

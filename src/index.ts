@@ -5,9 +5,10 @@
  *
  * Two levels, as in kube-rs:
  * - easy: `defineTaskKind` + handlers + `runTaskController`, and `simulate` for tests;
- * - hard: the parts underneath — `runController` and the Kubernetes interpreter, one reconcile pass
- *   as a value (`startPass`/`nextEffect`/`advance`/`deliver`/`passEnd`), the effect union, the pure
- *   lifecycle machine, and the memory interpreter (`SimulatedController`, `MemoryApiServer`, `FakeClock`).
+ * - hard: the parts underneath — `runController` and the Kubernetes interpreter, the pass protocol
+ *   (`start`/`answer`/`drive`: one reconcile pass as requests and answers), the per-key scheduler
+ *   (`TaskScheduler`), the effect union, the pure lifecycle machine, and the memory interpreter
+ *   (`SimulatedController`, `MemoryApiServer`, `FakeClock`).
  */
 
 // ---- the vocabulary: handlers, outcomes, task kinds, status --------------------------------------
@@ -77,6 +78,7 @@ export {
   type TaskKindDefinition,
   type TaskSource,
 } from "./library/define-task-kind.ts";
+export type { HandlersFor, MemberOf } from "./library/handlers-for.ts";
 export { completed, failed, retry } from "./library/outcome.ts";
 export { type PromiseHandler, type PromisePhase, promiseHandler } from "./library/promise-handler.ts";
 export {
@@ -117,16 +119,29 @@ export type {
 export { druidTiming, lifecycleConfig } from "./reconcile/defaults.ts";
 export { observe, peersOf } from "./reconcile/observe.ts";
 export {
-  advance,
-  deliver,
-  nextEffect,
+  Answer,
+  answer,
+  drive,
+  driveSync,
   type Pass,
-  passEnd,
-  startPass,
+  type PassRequest,
+  type Perform,
+  type Step,
+  type Stop,
+  start,
   statePath,
   type TaskSnapshot,
   type TransitionRecord,
 } from "./reconcile/pass.ts";
+export {
+  type Kept,
+  type PassHold,
+  type PassStart,
+  type SchedulerOptions,
+  type TaskChange,
+  TaskScheduler,
+  type Wake,
+} from "./reconcile/scheduler.ts";
 export {
   type Decoded,
   machineVersionAnnotation,
@@ -137,6 +152,7 @@ export {
   type TaskKind,
   type TaskMeta,
 } from "./reconcile/task-kind.ts";
+export type { TriggerReason } from "./reconcile/trigger-reason.ts";
 export {
   type ControllerHandle,
   type ControllerOptions,

@@ -1,27 +1,26 @@
 /**
- * `opstask controller`: the EtcdOpsTask controller as a process. Loads the kubeconfig, starts one
- * controller per watched namespace (or one for all), logs as JSON lines with a reconcile ID per pass,
- * and on SIGTERM/SIGINT stops taking work, lets passes in flight finish, and exits 0.
+ * `opstask controller`: the EtcdOpsTask controller as a process, a thin command over the library's
+ * `runTaskController` (the flagship is the framework's first user). Loads the kubeconfig, starts one
+ * controller per watched namespace (or one for all) once this instance leads, serves metrics and
+ * probes, logs as JSON lines with a reconcile ID per pass, and on SIGTERM/SIGINT stops taking work,
+ * lets passes in flight finish, and exits 0.
  */
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import * as Effect from "effect/Effect";
 import * as Exit from "effect/Exit";
 import * as Fiber from "effect/Fiber";
-import * as Layer from "effect/Layer";
 import * as Logger from "effect/Logger";
 import * as References from "effect/References";
 import * as Scope from "effect/Scope";
 import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
 import { etcdHandlerLayer, makeEtcdHandlers } from "../etcd/registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
-import { FaultCounter, KubeFaults } from "../interpreters/kubernetes/fault-counter.ts";
-import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
+import { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
 import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
 import { KubeconfigError, loadKubeClient } from "../kube/kubeconfig-loader.ts";
-import { lifecycleConfig } from "../reconcile/defaults.ts";
+import { runTaskController, type TaskController } from "../library/run-task-controller.ts";
 import { ContactCounter } from "../runtime/api-contact.ts";
-import { type ControllerHandle, runController } from "../runtime/controller.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
 import { sumQueueMetrics } from "../runtime/work-queue.ts";
@@ -45,23 +44,16 @@ export const serveController = async (
   // Every request is counted here, and it tells /readyz whether the API server still answers.
   const counter = new ContactCounter();
   const faults = new FaultCounter();
-  const config = lifecycleConfig(etcdOpsTaskKind, {
-    duplicatePolicy: options.duplicatePolicy,
-    requeueIntervalMs: options.requeueInterval,
-    backoffBaseMs: options.backoffBase,
-    backoffCapMs: options.backoffCap,
-    ...(options.phaseDeadline > 0 ? { phaseDeadlineMs: options.phaseDeadline } : {}),
-  });
   const namespaces: ReadonlyArray<string | undefined> =
     options.namespaces.length === 0 ? [undefined] : options.namespaces;
   let leading = !options.leaderElect;
   let lostLeadership = false;
   const metrics = makeControllerMetrics();
-  const handles: ControllerHandle[] = [];
-  let synced = 0;
+  /** The controllers, once started (on start, or once this instance leads). */
+  let running: TaskController | undefined;
   metrics.attach({
-    queue: () => sumQueueMetrics(handles.map((handle) => handle.queue())),
-    handlerCallsInFlight: () => handles.reduce((total, handle) => total + handle.stats().inFlightCalls, 0),
+    queue: () => sumQueueMetrics(running === undefined ? [] : [running.queue()]),
+    handlerCallsInFlight: () => running?.stats().inFlightCalls ?? 0,
     requests: counter,
     leader: () => leading,
     faults,
@@ -70,24 +62,7 @@ export const serveController = async (
   const inspector = options.inspect ? await startStatelyInspector({ port: options.inspectPort }) : undefined;
   if (inspector !== undefined)
     process.stderr.write(`opstask: Stately inspector at ${inspector.page ?? inspector.url}\n`);
-  // The task board: its own decorated kind, handlers and Kubernetes services feed it (src/ui).
-  const board =
-    options.ui === "0"
-      ? undefined
-      : await (await import("../ui/task-board.ts"))
-          .startTaskBoard({
-            address: options.ui,
-            kind: etcdOpsTaskKind,
-            explain: (await import("./board-why.ts")).boardWhy,
-          })
-          .catch((error: unknown) => {
-            const reason = error instanceof Error ? error.message : String(error);
-            throw new OptionError(
-              `--ui ${options.ui}: ${reason} (choose another address, or 0 for no board)`,
-            );
-          });
-  if (board !== undefined) process.stderr.write(`opstask: task board at ${board.server.url}\n`);
-  const observer: ControllerObserver = alsoObserve(metrics.observer, inspector?.observer, board?.observer);
+  const observer: ControllerObserver = alsoObserve(metrics.observer, inspector?.observer);
   const servers = [
     await startMetricsServer({
       address: options.metricsAddress,
@@ -100,33 +75,57 @@ export const serveController = async (
     }),
     await startOpsServer(options.probeAddress, {
       notReady: () =>
-        notReadyReason({ leading, synced, caches: namespaces.length, apiLostForMs: counter.lostForMs() }),
+        notReadyReason({
+          leading,
+          synced: running === undefined ? 0 : namespaces.length,
+          caches: namespaces.length,
+          apiLostForMs: counter.lostForMs(),
+        }),
     }),
   ];
   // The operator's image policy reaches the compaction handler as configuration, never from a task.
   const handlers = makeEtcdHandlers({
     compaction: { defaultImage: options.compactionImage, allowedImages: options.compactionAllowedImages },
   });
+  const explain = options.ui === "0" ? undefined : (await import("./board-why.ts")).boardWhy;
+  // The flagship is the library's first user: the same `runTaskController` any operator calls.
   const controllers = Effect.gen(function* () {
-    for (const namespace of namespaces) {
-      const handle = yield* runController({
-        observer,
-        kind: board?.kind ?? etcdOpsTaskKind,
-        handlers: board?.handlers(handlers) ?? handlers,
-        config,
-        kubeConfig,
-        concurrency: options.concurrency,
-        counter,
-        groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
-        ...(namespace === undefined ? {} : { namespace }),
-      });
-      handles.push(handle);
-      yield* handle.synced;
-      synced += 1;
+    const controller = yield* Effect.acquireRelease(
+      // Interrupted while starting (a signal, a lost Lease): the abort stops the start.
+      Effect.tryPromise((abort) =>
+        runTaskController({
+          signal: abort,
+          kind: etcdOpsTaskKind,
+          handlers,
+          services: etcdHandlerLayer({ kubeConfig, resolve: options.resolve }),
+          kubeConfig,
+          ...(options.namespaces.length === 0 ? {} : { namespace: options.namespaces }),
+          concurrency: options.concurrency,
+          duplicatePolicy: options.duplicatePolicy,
+          timing: {
+            requeueIntervalMs: options.requeueInterval,
+            backoffBaseMs: options.backoffBase,
+            backoffCapMs: options.backoffCap,
+            ...(options.phaseDeadline > 0 ? { phaseDeadlineMs: options.phaseDeadline } : {}),
+          },
+          groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
+          observer,
+          counter,
+          faults,
+          ...(options.ui === "0" || explain === undefined ? {} : { ui: options.ui, uiExplain: explain }),
+          logLevel: options.logLevel,
+          logFormat: options.logFormat === "json" ? "json" : "logfmt",
+        }),
+      ),
+      (started) => Effect.promise(() => started.stop()),
+    );
+    running = controller;
+    if (controller.boardUrl !== undefined)
+      process.stderr.write(`opstask: task board at ${controller.boardUrl}\n`);
+    for (const namespace of namespaces)
       yield* Effect.logInfo("watching EtcdOpsTasks").pipe(
         Effect.annotateLogs({ namespace: namespace ?? "(all)" }),
       );
-    }
     yield* Effect.never;
   });
   const program = Effect.gen(function* () {
@@ -158,17 +157,11 @@ export const serveController = async (
       ),
     );
   });
-  const kubernetes = kubernetesLayer({ kubeConfig, resource: etcdOpsTaskKind.resource, counter });
-  const layer = Layer.mergeAll(
-    board?.layer(kubernetes) ?? kubernetes,
-    etcdHandlerLayer({ kubeConfig, resolve: options.resolve }),
-    Logger.layer([options.logFormat === "json" ? Logger.consoleJson : Logger.consoleLogFmt]),
-  );
+  const layer = Logger.layer([options.logFormat === "json" ? Logger.consoleJson : Logger.consoleLogFmt]);
   const scope = Scope.makeUnsafe();
   const fiber = Effect.runFork(
     program.pipe(
       Effect.provide(layer),
-      Effect.provideService(KubeFaults, faults),
       Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel]),
       Scope.provide(scope),
     ),
@@ -187,7 +180,6 @@ export const serveController = async (
     ),
   );
   await inspector?.stop();
-  await board?.stop();
   return lostLeadership ? "lost" : "stopped";
 };
 

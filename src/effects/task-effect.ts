@@ -1,11 +1,15 @@
 /**
  * The effect algebra: everything a reconcile pass may ask the world to do, as data. The machine emits
  * these; an interpreter (Kubernetes or in-memory) performs them in order. A pass ends with exactly one
- * `RequeueAfter` or `AwaitChange`.
+ * `RequeueAfter` or `AwaitChange`. These types are the boundary between the machine and its drivers:
+ * they import nothing from src/machine (the machine imports them).
  */
 import * as Data from "effect/Data";
-import type { StatusPatch } from "../machine/status-edits.ts";
-import type { Phase } from "../machine/types.ts";
+import type { TaskStatus } from "../api/status.ts";
+import type { Phase } from "./phase.ts";
+
+/** A status change: the fields to set, `null` for a field to remove. */
+export type StatusPatch = { readonly [K in keyof TaskStatus]-?: TaskStatus[K] | null };
 
 /** Why a pass asked to run again; the runtime's retry bookkeeping depends on it (see `retry-state.ts`). */
 export type RequeueReason =

@@ -1,13 +1,15 @@
 /**
  * The handlers of opstask's EtcdOpsTask controller, by config member, and the services they run on.
- * A member without a handler here is Rejected with ERR_UNSUPPORTED_TASK (and stays deletable).
+ * A task whose member this build does not know is Rejected with ERR_UNSUPPORTED_TASK (and stays
+ * deletable); every member it knows has a handler here, or the build fails.
  */
 import * as Layer from "effect/Layer";
-import type { HandlerRegistry } from "../handlers/handler.ts";
 import type { Jobs } from "../handlers/jobs.ts";
 import { kubernetesJobsLayer } from "../handlers/jobs-kubernetes.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
+import type { HandlersFor } from "../library/handlers-for.ts";
+import type { TaskConfig } from "./api/config/task-config.ts";
 import type { EtcdOpsTask } from "./api/etcdopstask.ts";
 import { nodeBackupRestoreHttpLayer, type ResolveOverride } from "./backup-restore-http-node.ts";
 import { type EtcdGateway, nodeEtcdGatewayLayer } from "./etcd-client.ts";
@@ -27,17 +29,20 @@ export interface EtcdHandlerOptions {
   readonly compaction?: OnDemandSnapshotCompactionHandlerOptions;
 }
 
-/** The handlers, configured (a task author cannot choose what the configuration fixes). */
+/**
+ * One handler per member of the config union (a member without one does not compile), configured: a
+ * task author cannot choose what the configuration fixes.
+ */
 export const makeEtcdHandlers = (
   options: EtcdHandlerOptions = {},
-): HandlerRegistry<EtcdOpsTask, EtcdHandlerServices> => ({
+): HandlersFor<TaskConfig, EtcdOpsTask, EtcdHandlerServices> => ({
   onDemandSnapshot: onDemandSnapshotHandler,
   onDemandMaintenance: onDemandMaintenanceHandler,
   onDemandSnapshotCompaction: makeOnDemandSnapshotCompactionHandler(options.compaction),
 });
 
 /** The handlers with their defaults (the default compaction image, no other image allowed). */
-export const etcdHandlers: HandlerRegistry<EtcdOpsTask, EtcdHandlerServices> = makeEtcdHandlers();
+export const etcdHandlers: HandlersFor<TaskConfig, EtcdOpsTask, EtcdHandlerServices> = makeEtcdHandlers();
 
 export interface EtcdHandlerLayerOptions {
   /** opstask's lean `KubeClient` (`loadKubeClient`) or a client-node `KubeConfig`. */

@@ -26,5 +26,5 @@ export interface TaskHandler<Task, R = never> {
 /** Handlers by config member (e.g. `onDemandSnapshot`); a member without one is Rejected (`ERR_UNSUPPORTED_TASK`). */
 export type HandlerRegistry<Task, R = never> = Readonly<Record<string, TaskHandler<Task, R>>>;
 
-export const supportedMembers = <Task, R>(registry: HandlerRegistry<Task, R>): string[] =>
-  Object.keys(registry).sort();
+/** The members a registry supports, sorted (what an `ERR_UNSUPPORTED_TASK` message lists): its keys, never a list of their own. */
+export const supportedMembers = (registry: object): string[] => Object.keys(registry).sort();

@@ -17,6 +17,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime";
 import * as References from "effect/References";
 import * as Scope from "effect/Scope";
 import type { HandlerRegistry } from "../handlers/handler.ts";
+import { type FaultCounter, KubeFaults } from "../interpreters/kubernetes/fault-counter.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
 import { loadKubeClient } from "../kube/kubeconfig-loader.ts";
@@ -28,6 +29,7 @@ import { type ControllerHandle, type ControllerStats, runController } from "../r
 import { type ControllerObserver, noObserver } from "../runtime/metrics.ts";
 import { sumQueueMetrics, type WorkQueueMetrics } from "../runtime/work-queue.ts";
 import { alsoObserve } from "../ui/also-observe.ts";
+import type { ExplainInput } from "../ui/board-store.ts";
 import type { ServicesOption } from "./services-option.ts";
 
 /** Lifecycle timing; every value defaults to etcd-druid's (`druidTiming`). */
@@ -67,6 +69,8 @@ export interface TaskControllerBaseOptions<Task, R> {
   readonly reportingController?: string;
   /** Told about every pass and finished task, e.g. `makeControllerMetrics().observer`. */
   readonly observer?: ControllerObserver;
+  /** Where every API request is counted (share one with other clients, e.g. leader election); default: a new one. */
+  readonly counter?: RequestCounter;
   /** Aborting it stops the controller (as `stop()` does); before the start resolves, the start rejects with its reason. */
   readonly signal?: AbortSignal;
   /** What the handlers need (`R`), built once at start and released by `stop()`. */
@@ -77,6 +81,13 @@ export interface TaskControllerBaseOptions<Task, R> {
    * browser needs, is `boardUrl`. Off when absent.
    */
   readonly ui?: string;
+  /** The board's "why" line of a task (default: its phase and last error); `opstask describe`'s for EtcdOpsTask. */
+  readonly uiExplain?: (input: ExplainInput, now: number) => string;
+  /**
+   * Where slow, failed and given-up writes, watch expiries and dropped Events are counted (shown as
+   * `opstask_api_faults_total` by `makeControllerMetrics`); they are logged at WARN either way.
+   */
+  readonly faults?: FaultCounter;
 }
 
 export type TaskControllerOptions<Task, R = never> = TaskControllerBaseOptions<Task, R> & ServicesOption<R>;
@@ -104,7 +115,7 @@ export const runTaskController = async <Task, R = never>(
 ): Promise<TaskController> => {
   const { kind, handlers } = options;
   const kubeConfig = options.kubeConfig ?? (await loadKubeClient());
-  const counter = new RequestCounter();
+  const counter = options.counter ?? new RequestCounter();
   const config = lifecycleConfig(kind, {
     ...options.timing,
     ...(options.duplicatePolicy === undefined ? {} : { duplicatePolicy: options.duplicatePolicy }),
@@ -120,7 +131,11 @@ export const runTaskController = async <Task, R = never>(
   const board =
     options.ui === undefined
       ? undefined
-      : await (await import("../ui/task-board.ts")).startTaskBoard({ address: options.ui, kind });
+      : await (await import("../ui/task-board.ts")).startTaskBoard({
+          address: options.ui,
+          kind,
+          ...(options.uiExplain === undefined ? {} : { explain: options.uiExplain }),
+        });
   const kubernetes = kubernetesLayer({
     kubeConfig,
     resource: kind.resource,
@@ -164,6 +179,7 @@ export const runTaskController = async <Task, R = never>(
     yield* Effect.forEach(handles, (handle) => handle.synced, { discard: true });
   }).pipe(
     Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel ?? "info"]),
+    options.faults === undefined ? (effect) => effect : Effect.provideService(KubeFaults, options.faults),
     Scope.provide(scope),
   );
 
@@ -210,6 +226,7 @@ const sumStats = (all: ReadonlyArray<ControllerStats>): ControllerStats => {
     aborted: sum((s) => s.aborted),
     handlerCalls: sum((s) => s.handlerCalls),
     inFlightCalls: sum((s) => s.inFlightCalls),
+    orphanedCalls: sum((s) => s.orphanedCalls),
     remembered: sum((s) => s.remembered),
     writes,
   };

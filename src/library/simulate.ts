@@ -21,6 +21,7 @@ import * as Fiber from "effect/Fiber";
 import * as Layer from "effect/Layer";
 import * as ManagedRuntime from "effect/ManagedRuntime";
 import type { TaskState, TaskStatus } from "../api/status.ts";
+import { supportedMembers } from "../handlers/handler.ts";
 import { MemoryApiServer, type WatchEvent } from "../interpreters/memory/api-server.ts";
 import { FakeClock } from "../interpreters/memory/clock.ts";
 import {
@@ -39,7 +40,11 @@ import { readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind
 import { completed } from "./outcome.ts";
 import type { ServicesOption } from "./services-option.ts";
 
-/** A handler answer that never comes by itself: the call stays in flight until `resolve` (or a delete, or a crash). */
+/**
+ * A handler answer that never comes by itself: the call stays in flight until `resolve` (or a crash).
+ * Deleting its task lets the task go, but not the call: it holds the task's admission group until it
+ * is resolved, and its result is then discarded (as on a cluster).
+ */
 export interface Hang {
   readonly kind: "hang";
 }
@@ -108,7 +113,7 @@ export interface Simulation<Task> {
   readonly settle: () => Promise<void>;
   /** The controller process dies and restarts: its memory (timers, backoff, results not yet written) is gone. */
   readonly crash: () => void;
-  /** A call parked with `hang` returns `outcome`; false when none is parked for `name`. */
+  /** A call parked with `hang` returns `outcome` (a deleted task's call after the current one); false when none is parked for `name`. */
   readonly resolve: (name: string, outcome: PhaseOutcome) => boolean;
   /** Names of tasks with a call in flight (`hang`, or an asynchronous handler not yet settled). */
   readonly hanging: () => string[];
@@ -144,8 +149,6 @@ export interface Simulation<Task> {
 
 interface InFlight {
   readonly call: HandlerCall;
-  readonly namespace: string;
-  readonly name: string;
   readonly fiber: Fiber.Fiber<PhaseOutcome, unknown>;
   readonly done: Promise<unknown>;
 }
@@ -217,8 +220,6 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
     if (call === undefined) return { kind: "throw", message: "no call record for an asynchronous handler" };
     inFlight.set(call.id, {
       call,
-      namespace: facts.metadata.namespace,
-      name: facts.metadata.name,
       fiber,
       done: new Promise((resolve) => fiber.addObserver(resolve)),
     });
@@ -228,16 +229,19 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
   const controller: SimulatedController<Task> = new SimulatedController({
     kind,
     config,
-    supported: Object.keys(handlers),
+    supported: supportedMembers(handlers),
     server,
     clock,
     behaviour,
   });
 
-  /** Interrupts asynchronous calls the controller dropped (deleted task, crash): nobody waits for them. */
+  /**
+   * Interrupts asynchronous calls lost in a crash or superseded: nobody waits for them. (A call of a
+   * task deleted meanwhile runs on: it holds its admission group until it ends, as on a cluster.)
+   */
   const reap = async (): Promise<void> => {
     for (const [id, running] of inFlight) {
-      if (running.call.dropped === undefined) continue;
+      if (running.call.dropped === undefined || running.call.dropped === "cancelled") continue;
       inFlight.delete(id);
       await Effect.runPromise(Fiber.interrupt(running.fiber));
     }
@@ -253,12 +257,11 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
         const exit = running.fiber.pollUnsafe();
         if (exit === undefined) continue;
         inFlight.delete(running.call.id);
-        if (running.call.dropped !== undefined) continue;
         const outcome =
           exit._tag === "Success"
             ? exit.value
             : defectOutcome(Cause.pretty(exit.cause).split("\n")[0] ?? "defect");
-        controller.resolve(running.namespace, running.name, outcome);
+        controller.resolveCall(running.call.id, outcome);
       }
     }
   };

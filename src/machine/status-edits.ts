@@ -4,6 +4,7 @@
  */
 import type { LastError, OperationState, OperationType, TaskState, TaskStatus } from "../api/status.ts";
 import { capText } from "../api/text-cap.ts";
+import type { StatusPatch } from "../effects/task-effect.ts";
 import { toWireTime } from "./time.ts";
 import type { TaskError } from "./types.ts";
 
@@ -68,7 +69,7 @@ export const withError = (
 };
 
 /** A JSON merge patch for `status`: the top-level fields that differ, `null` for removed ones. */
-export type StatusPatch = { readonly [K in keyof TaskStatus]-?: TaskStatus[K] | null };
+export type { StatusPatch } from "../effects/task-effect.ts";
 
 export const statusPatch = (persisted: TaskStatus, desired: TaskStatus): Partial<StatusPatch> | undefined => {
   const patch: Record<string, unknown> = {};

@@ -4,38 +4,15 @@
  */
 import type { OperationType, TaskState, TaskStatus } from "../api/status.ts";
 
-/** The handler phases of a task, in lifecycle order. */
-export type Phase = "admit" | "execute" | "cleanup";
+import type { Phase, PhaseOutcome } from "../effects/phase.ts";
+
+export type { Phase, PhaseOutcome, TaskError } from "../effects/phase.ts";
 
 export const operationOf: Record<Phase, OperationType> = {
   admit: "Admit",
   execute: "Execution",
   cleanup: "Cleanup",
 };
-
-/** An error a handler (or the lifecycle itself) attaches to a result; rendered per docs/contract.md §6 */
-export interface TaskError {
-  readonly code: string;
-  readonly message: string;
-  readonly cause: string;
-}
-
-/**
- * The result of one handler phase call (docs/contract.md §4):
- * - `completed`: the phase succeeded; the lifecycle moves on;
- * - `failed`: retrying cannot help; Admit → Rejected, Execute → Failed, Cleanup → released with a warning;
- * - `retry`: try again later; with an error it backs off exponentially, without one it polls after
- *   `afterMs` (or the requeue interval).
- */
-export type PhaseOutcome =
-  | { readonly kind: "completed"; readonly description: string }
-  | { readonly kind: "failed"; readonly description: string; readonly error: TaskError }
-  | {
-      readonly kind: "retry";
-      readonly description: string;
-      readonly error?: TaskError;
-      readonly afterMs?: number;
-    };
 
 /** How tasks that share an admission group (druid: the same etcd) are admitted (docs/contract.md §13 D4). */
 export type DuplicatePolicy = "reject" | "queue";

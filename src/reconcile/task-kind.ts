@@ -70,12 +70,31 @@ export interface TaskKind<Task> {
  * the field errors, so that the lifecycle can reject it and delete it after its TTL. Undefined only
  * for an object without readable metadata, which nobody can act on.
  */
-export const readFacts = <Task>(kind: TaskKind<Task>, object: unknown): TaskFacts | undefined => {
+export const readFacts = <Task>(kind: TaskKind<Task>, object: unknown): TaskFacts | undefined =>
+  readTask(kind, object)?.facts;
+
+/**
+ * One decode of a stored object: its facts (as `readFacts`) and, when it decodes, the task the handlers
+ * get. A pass decodes its task once, here.
+ */
+export const readTask = <Task>(
+  kind: TaskKind<Task>,
+  object: unknown,
+): { readonly facts: TaskFacts; readonly task: Task | undefined } | undefined => {
   const decoded = kind.decode(object);
-  if (decoded.ok) return kind.facts(decoded.task);
+  if (decoded.ok) return { facts: kind.facts(decoded.task), task: decoded.task };
   const { metadata, status, errors } = decoded.failure;
   if (metadata === undefined) return undefined;
-  return { metadata, ttlSeconds: kind.defaultTtlSeconds, member: "", status: status ?? {}, invalid: errors };
+  return {
+    facts: {
+      metadata,
+      ttlSeconds: kind.defaultTtlSeconds,
+      member: "",
+      status: status ?? {},
+      invalid: errors,
+    },
+    task: undefined,
+  };
 };
 
 /** The annotation that records which machine version last claimed an object (status fields may be pruned). */

@@ -16,7 +16,7 @@ import type { TaskStatus } from "../api/status.ts";
 import { isPassEnd, type PassEnd } from "../effects/task-effect.ts";
 import { machineEdges } from "../machine/edges.ts";
 import type { Phase } from "../machine/types.ts";
-import { nextEffect, type Pass, statePath } from "../reconcile/pass.ts";
+import { type Pass, statePath } from "../reconcile/pass.ts";
 import type { TaskFacts } from "../reconcile/task-kind.ts";
 import type {
   Activity,
@@ -221,7 +221,7 @@ export class BoardStore {
   ): void {
     const items = this.pending.get(task.uid)?.items ?? [];
     this.dropPending(task.uid);
-    const next = nextEffect(pass);
+    const next = pass.pending[0];
     const state = statePath(pass.snapshot);
     const record: PassRecord = {
       runId: this.cut(task.runId),

@@ -1,5 +1,5 @@
 /**
- * Drives one task through its lifecycle pass by pass, as the controller does (startPass, perform each
+ * Drives one task through its lifecycle pass by pass, as the controller does (start, perform each
  * effect, deliver handler results), and reports every finished pass to an observer. The object between
  * passes is folded from the effects performed: the status as persisted, our finalizer, the deletion.
  */
@@ -9,15 +9,7 @@ import { etcdOpsTaskKind } from "../../src/etcd/api/etcdopstask-kind.ts";
 import { fromWireTime } from "../../src/machine/time.ts";
 import type { PassInput, PhaseOutcome, TaskObservation } from "../../src/machine/types.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
-import {
-  advance,
-  answerDelete,
-  deliver,
-  nextEffect,
-  type Pass,
-  passEnd,
-  startPass,
-} from "../../src/reconcile/pass.ts";
+import { Answer, driveSync, type Pass, start } from "../../src/reconcile/pass.ts";
 import type { ControllerObserver } from "../../src/runtime/metrics.ts";
 
 export const epoch = Date.UTC(2026, 10, 22, 12, 0, 0);
@@ -46,24 +38,20 @@ export const runPass = (
 ): { pass: Pass; performed: TaskEffect[] } => {
   const results = [...outcomes];
   const performed: TaskEffect[] = [];
-  let pass = startPass(input);
   let now = input.now;
-  for (let step = 0; step < 100; step += 1) {
-    if (passEnd(pass) !== undefined) return { pass, performed };
-    const effect = nextEffect(pass);
-    if (effect === undefined) throw new Error("the pass stopped without an end");
-    if (effect._tag === "RunPhase") {
-      const outcome = results.shift();
-      if (outcome === undefined) throw new Error(`no outcome scripted for ${effect.phase}`);
-      now += 500;
-      pass = deliver(pass, effect.phase, outcome, now);
-      continue;
+  const last = driveSync(start(input), (request) => {
+    if (request._tag !== "RunPhase") {
+      performed.push(request);
+      // Every write succeeds; the DELETE is done: the machine goes on to cleanup, or lets the object go.
+      return Answer.Done({ now });
     }
-    performed.push(effect);
-    // The DELETE is answered (done): the machine goes on to cleanup, or lets the object go.
-    pass = effect._tag === "DeleteTask" ? answerDelete(pass, {}, now) : advance(pass);
-  }
-  throw new Error("the pass did not end within 100 effects");
+    const outcome = results.shift();
+    if (outcome === undefined) throw new Error(`no outcome scripted for ${request.phase}`);
+    now += 500;
+    return Answer.Returned({ outcome, now });
+  });
+  if (last._tag !== "End") throw new Error(`the pass did not end: ${last._tag}`);
+  return { pass: last.pass, performed };
 };
 
 /** The object after the pass's effects were performed. */

@@ -295,3 +295,38 @@ export const checkReleased = (world: World): void => {
       fail("finalizer released", `${String(meta.name)} survived the drain without a foreign finalizer`);
   }
 };
+
+/**
+ * (i) One piece of work per admission group at a time: no Admit or Execute call starts while another
+ * task's Admit or Execute call of the same group is still running, even when that task was deleted
+ * meanwhile (issue 16, finding 12: its call runs on, and holds the group, until it has ended).
+ */
+export const checkOneCallPerGroup = (world: World): void => {
+  const work = world.controller.calls.filter((call) => call.group !== undefined && call.phase !== "cleanup");
+  work.forEach((call, index) => {
+    for (const later of work.slice(index + 1)) {
+      if (later.group !== call.group || later.uid === call.uid || later.epoch !== call.epoch) continue;
+      const running = call.endedAfterCalls === undefined || later.id <= call.endedAfterCalls;
+      if (running)
+        fail(
+          "one call per group at a time",
+          `${later.name}: ${later.phase} started at ${later.at} while ${call.name}'s ${call.phase} (from ${call.at}${call.dropped === undefined ? "" : `, ${call.dropped}`}) still ran`,
+        );
+    }
+  });
+};
+
+/**
+ * (j) A final handler result (completed or failed) is never lost: it reaches the object, unless its
+ * task was deleted while the call ran, a crash cut it, or the task had moved on (superseded).
+ */
+export const checkResultsKept = (world: World): void => {
+  for (const call of world.controller.calls) {
+    const final = call.outcome !== undefined && call.outcome.kind !== "retry";
+    if (final && call.dropped === undefined && !call.persisted)
+      fail(
+        "results kept",
+        `${call.name}: ${call.phase} returned ${call.outcome?.kind} at ${call.endedAt}, never written`,
+      );
+  }
+};

@@ -240,6 +240,47 @@ class ResolveHanging implements Command {
   toString = () => `resolveHanging(#${this.pick}, ${this.outcome.kind})`;
 }
 
+/**
+ * The user deletes a task whose handler call hangs and creates a new task for the same etcd: the new
+ * one must not be admitted while that call runs (issue 16, finding 12).
+ */
+class RivalOfHanging implements Command {
+  readonly pick: number;
+  constructor(pick: number) {
+    this.pick = pick;
+  }
+  check = () => true;
+  run(_: object, world: World): void {
+    const hanging = world.controller.hanging();
+    const busy = hanging[this.pick % Math.max(1, hanging.length)];
+    const group = [...world.controller.calls].reverse().find((call) => call.name === busy)?.group;
+    const name = names.find((candidate) => !world.server.get(namespace, candidate).ok);
+    if (group === undefined || name === undefined) return;
+    const etcd = group.slice(group.indexOf("/") + 1);
+    if (busy !== undefined) world.server.delete(namespace, busy);
+    world.controller.runUntilIdle();
+    createTask(world, name, etcd, 1, { admit: [], execute: [], cleanup: [] });
+    world.controller.runUntilIdle();
+  }
+  toString = () => `deleteHangingAndCreateRival(#${this.pick})`;
+}
+
+/** A user's delete or label edit lands between a handler's return and the status write of its result. */
+class BetweenReturnAndWrite implements Command {
+  readonly action: "delete" | "label";
+  constructor(action: "delete" | "label") {
+    this.action = action;
+  }
+  check = () => true;
+  run(_: object, world: World): void {
+    world.controller.beforeNextResultWrite((ns, name) => {
+      if (this.action === "delete") world.server.delete(ns, name);
+      else world.server.patch(ns, name, { metadata: { labels: { touched: String(world.clock.now()) } } });
+    });
+  }
+  toString = () => `${this.action}BeforeNextResultWrite`;
+}
+
 const nameArb = fc.constantFrom(...names);
 
 export const commandArbs = [
@@ -253,6 +294,8 @@ export const commandArbs = [
   fc.constant(new FailNextStatusWrite()),
   fc.constant(new FailNextDelete()),
   fc.constant(new ConcurrentEdit()),
+  fc.constantFrom<"delete" | "label">("delete", "label").map((action) => new BetweenReturnAndWrite(action)),
+  fc.nat({ max: 3 }).map((pick) => new RivalOfHanging(pick)),
   fc
     .tuple(
       fc.nat({ max: 3 }),

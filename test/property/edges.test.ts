@@ -26,7 +26,7 @@ import {
 import { toWireTime } from "../../src/machine/time.ts";
 import type { PassInput, Phase, PhaseOutcome, TaskObservation } from "../../src/machine/types.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
-import { advance, answerDelete, deliver, nextEffect, passEnd, startPass } from "../../src/reconcile/pass.ts";
+import { Answer, driveSync, start } from "../../src/reconcile/pass.ts";
 import { epoch, taskObject } from "../support/simulation.ts";
 
 const finalizer = etcdOpsTaskKind.finalizer;
@@ -173,8 +173,8 @@ const situations: Record<string, PassInput> = {
 const error = { code: "ERR_X", message: "x failed", cause: "because" };
 const reconcile: ReconcileEvent = { type: "reconcile" };
 /** What a pass can be told after it started: handler results and the answer to the TTL's DELETE. */
-type Answer = PhaseEvent | DeleteEvent;
-const events: Array<Answer | ReconcileEvent> = [
+type PathEvent = PhaseEvent | DeleteEvent;
+const events: Array<PathEvent | ReconcileEvent> = [
   reconcile,
   { type: "delete.done", now },
   { type: "delete.failed", now, cause: "the server is currently unable to handle the request" },
@@ -203,7 +203,7 @@ const outcomeOf = (event: PhaseEvent): PhaseOutcome => {
 };
 
 /** The transitions an actor takes for `path`, with their guards, as the inspector reports them. */
-const transitionsTaken = (start: PassInput, path: ReadonlyArray<Answer>): Edge[] => {
+const transitionsTaken = (start: PassInput, path: ReadonlyArray<PathEvent>): Edge[] => {
   const taken: Edge[] = [];
   const inspect = (event: InspectionEvent) => {
     if (event.type !== "@xstate.microstep") return;
@@ -262,52 +262,51 @@ const seed = (start: PassInput): { server: MemoryApiServer; object: JsonObject }
 };
 
 /** Runs the pass for `path` through the driver, performing its writes; returns what went wrong, if anything. */
-const replayThroughMemory = (start: PassInput, path: ReadonlyArray<Answer>): string | undefined => {
-  const { server } = seed(start);
-  let object = seed(start).object;
-  let pass = startPass({
-    ...start,
-    task: { ...start.task, uid: String((object.metadata as JsonObject).uid) },
-  });
+const replayThroughMemory = (start_: PassInput, path: ReadonlyArray<PathEvent>): string | undefined => {
+  const { server } = seed(start_);
+  let object = seed(start_).object;
   const results = [...path];
-  for (let step = 0; step < 100; step += 1) {
-    const end = passEnd(pass);
-    if (end !== undefined) {
-      const ends = pass.pending.filter(isPassEnd);
-      return ends.length === 1 ? undefined : `${ends.length} pass ends`;
-    }
-    const effect = nextEffect(pass);
-    if (effect === undefined) return "the pass stopped without an end";
-    if (effect._tag === "RunPhase") {
-      const result = results.shift();
-      if (result === undefined) return undefined; // the path stops at this call
-      if (!result.type.startsWith("phase.")) return `a ${result.type} answer to a handler call`;
-      pass = deliver(pass, effect.phase, outcomeOf(result as PhaseEvent), result.now);
-      continue;
-    }
-    if (effect._tag === "DeleteTask") {
-      const result = results.shift();
-      if (result === undefined) return undefined; // the path stops at the DELETE
-      if (result.type === "delete.failed") {
-        pass = answerDelete(pass, { failed: result.cause }, result.now);
-        continue;
+  let problem: string | undefined;
+  /** Stops the pass here: the path ends at this request, or something went wrong. */
+  const stop = (why?: string): Answer => {
+    problem = why;
+    return Answer.Suspend();
+  };
+  const write = (effect: Parameters<typeof performWrite>[2], at: number): Answer => {
+    const written = performWrite(server, object, effect);
+    if (written.kind === "failed") return stop(`${effect._tag}: ${written.reason}`);
+    if (written.kind === "gone") return Answer.Gone();
+    if (written.object !== undefined) object = written.object;
+    return Answer.Done({ now: at });
+  };
+  const last = driveSync(
+    start({ ...start_, task: { ...start_.task, uid: String((object.metadata as JsonObject).uid) } }),
+    (request) => {
+      if (request._tag === "RecordEvent") return Answer.Done({ now: start_.now });
+      if (request._tag === "RunPhase") {
+        const result = results.shift();
+        if (result === undefined) return stop(); // the path stops at this call
+        if (!result.type.startsWith("phase.")) return stop(`a ${result.type} answer to a handler call`);
+        return Answer.Returned({ outcome: outcomeOf(result as PhaseEvent), now: result.now });
       }
-      if (result.type !== "delete.done") return `a ${result.type} answer to a DELETE`;
-      const written = performWrite(server, object, effect);
-      if (written.kind === "failed") return `DeleteTask: ${written.reason}`;
-      if (written.kind === "ok" && written.object !== undefined) object = written.object;
-      pass = answerDelete(pass, {}, result.now);
-      continue;
-    }
-    if (effect._tag !== "RecordEvent") {
-      const written = performWrite(server, object, effect);
-      if (written.kind === "failed") return `${effect._tag}: ${written.reason}`;
-      if (written.kind === "gone") return undefined;
-      if (written.object !== undefined) object = written.object;
-    }
-    pass = advance(pass);
+      if (request._tag === "DeleteTask") {
+        const result = results.shift();
+        if (result === undefined) return stop(); // the path stops at the DELETE
+        if (result.type === "delete.failed") return Answer.Failed({ cause: result.cause, now: result.now });
+        if (result.type !== "delete.done") return stop(`a ${result.type} answer to a DELETE`);
+        const written = write(request, result.now);
+        // The object went at once (no finalizer left): the machine still hears that its DELETE is done.
+        return written._tag === "Gone" ? Answer.Done({ now: result.now }) : written;
+      }
+      return write(request, start_.now);
+    },
+  );
+  if (last._tag === "End") {
+    const ends = last.pass.pending.filter(isPassEnd);
+    return ends.length === 1 ? undefined : `${ends.length} pass ends`;
   }
-  return "the pass did not end within 100 effects";
+  if (last._tag === "Stopped") return last.stopped._tag === "Gone" ? undefined : last.stopped.cause;
+  return problem;
 };
 
 describe("(h) every edge of the task machine", () => {
@@ -322,7 +321,8 @@ describe("(h) every edge of the task machine", () => {
         const sent = path.steps
           .map((step) => step.event)
           .filter(
-            (event): event is Answer => event.type.startsWith("phase.") || event.type.startsWith("delete."),
+            (event): event is PathEvent =>
+              event.type.startsWith("phase.") || event.type.startsWith("delete."),
           );
         for (const edge of transitionsTaken(start, sent)) covered.add(guarded(edge));
         expect(

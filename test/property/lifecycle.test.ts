@@ -8,7 +8,9 @@ import { describe, it } from "vitest";
 import {
   checkFinalizerFirst,
   checkNoRepeatedCalls,
+  checkOneCallPerGroup,
   checkReleased,
+  checkResultsKept,
   checkSettledPassesAreNoOps,
   HistoryChecker,
 } from "./checks.ts";
@@ -24,6 +26,7 @@ const checkAll = (world: World, history: HistoryChecker) => {
   history.check();
   checkFinalizerFirst(world);
   checkNoRepeatedCalls(world);
+  checkOneCallPerGroup(world);
   checkSettledPassesAreNoOps(world);
   history.checkTtl(ttlSlackMs);
   history.checkErrorsRecorded();
@@ -47,6 +50,7 @@ const lifecycleProperty = (options: Parameters<typeof makeWorld>[0]) =>
     drain(world);
     checkAll(world, history);
     checkReleased(world);
+    checkResultsKept(world);
   });
 
 describe("task lifecycle properties (memory interpreter)", () => {

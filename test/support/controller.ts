@@ -23,6 +23,8 @@ export interface CallRecord {
   readonly phase: Phase;
   readonly at: number;
   interrupted: boolean;
+  /** Ends a hanging call with `outcome` (as a handler whose own timeout passed would end it). */
+  release?: (outcome: PhaseOutcome) => void;
 }
 
 /** Handlers whose calls follow per-task scripts (by task name); unscripted calls complete. */
@@ -51,7 +53,10 @@ export const scriptedHandlers = () => {
         const interrupted = Effect.sync(() => {
           record.interrupted = true;
         });
-        return Effect.never.pipe(Effect.onInterrupt(() => interrupted));
+        const released = new Promise<PhaseOutcome>((resolve) => {
+          record.release = resolve;
+        });
+        return Effect.promise(() => released).pipe(Effect.onInterrupt(() => interrupted));
       }
       if ("throws" in step) return Effect.die(new Error(step.throws));
       return Effect.succeed(step.outcome);

@@ -1,5 +1,7 @@
 /** A simulated controller over the in-memory API server, wired for EtcdOpsTask, for tests. */
 import { etcdOpsTaskKind } from "../../src/etcd/api/etcdopstask-kind.ts";
+import { etcdHandlers } from "../../src/etcd/registry.ts";
+import { supportedMembers } from "../../src/handlers/handler.ts";
 import { MemoryApiServer } from "../../src/interpreters/memory/api-server.ts";
 import { FakeClock } from "../../src/interpreters/memory/clock.ts";
 import { type Behaviour, SimulatedController } from "../../src/interpreters/memory/controller.ts";
@@ -60,7 +62,7 @@ export const simulation = (script: Script, overrides: Partial<LifecycleConfig> =
   const controller = new SimulatedController({
     kind: etcdOpsTaskKind,
     config,
-    supported: ["onDemandSnapshot", "onDemandMaintenance", "onDemandSnapshotCompaction"],
+    supported: supportedMembers(etcdHandlers),
     server,
     clock,
     behaviour: script,

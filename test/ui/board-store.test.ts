@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { etcdOpsTaskKind } from "../../src/etcd/api/etcdopstask-kind.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
-import { deliver, nextEffect, type Pass, startPass } from "../../src/reconcile/pass.ts";
+import { Answer, answer, type Pass, start } from "../../src/reconcile/pass.ts";
 import type { TaskFacts } from "../../src/reconcile/task-kind.ts";
 import { BoardStore } from "../../src/ui/board-store.ts";
 
@@ -41,7 +41,7 @@ const facts = (
 
 /** A pass of an InProgress task whose Execute call completes. */
 const executedPass = (task: TaskFacts): Pass => {
-  const started = startPass({
+  const started = start({
     task: {
       namespace: task.metadata.namespace,
       name: task.metadata.name,
@@ -57,13 +57,12 @@ const executedPass = (task: TaskFacts): Pass => {
     retries: 0,
     config,
   });
-  expect(nextEffect(started)?._tag).toBe("RunPhase");
-  return deliver(
+  if (started._tag !== "Request" || started.request._tag !== "RunPhase")
+    throw new Error(`expected a RunPhase request, got ${started._tag}`);
+  return answer(
     started,
-    "execute",
-    { kind: "completed", description: "Snapshot created successfully" },
-    now,
-  );
+    Answer.Returned({ outcome: { kind: "completed", description: "Snapshot created successfully" }, now }),
+  ).pass;
 };
 
 describe("the task board's store", () => {

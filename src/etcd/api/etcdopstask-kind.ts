@@ -1,9 +1,14 @@
-/** EtcdOpsTask as a `TaskKind`: what the generic lifecycle needs to run druid's task resource. */
+/**
+ * EtcdOpsTask as a task kind, defined with the library's `defineTaskKind` as any operator's own kind
+ * is. Its decoder is druid-exact (src/etcd/api/etcdopstask.ts): a task whose spec does not decode
+ * still yields its metadata and status, so it can be Rejected with ERR_INVALID_TASK and deleted.
+ */
 import * as Result from "effect/Result";
 import * as SchemaParser from "effect/SchemaParser";
 import { TaskStatusSchema } from "../../api/status-schema.ts";
 import { isDns1123Subdomain } from "../../kube/names.ts";
-import type { TaskKind } from "../../reconcile/task-kind.ts";
+import { configMember } from "../../library/config-union.ts";
+import { defineTaskKind } from "../../library/define-task-kind.ts";
 import {
   decodeEtcdOpsTask,
   type EtcdOpsTask,
@@ -25,8 +30,11 @@ const statusOf = (object: unknown) => {
   return Result.isSuccess(decoded) ? decoded.success : undefined;
 };
 
-export const etcdOpsTaskKind: TaskKind<EtcdOpsTask> = {
-  resource: { group: Group, version: Version, kind: Kind, plural: Plural },
+export const etcdOpsTaskKind = defineTaskKind<EtcdOpsTask>({
+  group: Group,
+  version: Version,
+  kind: Kind,
+  plural: Plural,
   finalizer: Finalizer,
   vocabulary: { kind: Kind, group: "etcd" },
   defaultTtlSeconds: TtlLimits.default,
@@ -44,17 +52,14 @@ export const etcdOpsTaskKind: TaskKind<EtcdOpsTask> = {
       },
     };
   },
-  facts: (task) => ({
-    metadata: task.metadata,
-    ttlSeconds: task.spec.ttlSecondsAfterFinished,
-    // Druid keys duplicates on a non-nil etcdName; "" is a group of its own (docs/contract.md §8). The key
-    // is the Etcd's identity, namespace/name (the handler checks the object it reads is that one): a
-    // string that is no object name ("e005/status") names no Etcd, joins no group and is Rejected.
-    ...(task.spec.etcdName === undefined ||
-    (task.spec.etcdName !== "" && !isDns1123Subdomain(task.spec.etcdName))
-      ? {}
-      : { group: task.spec.etcdName }),
-    member: task.spec.config.kind === "unsupported" ? task.spec.config.member : task.spec.config.kind,
-    status: task.status ?? {},
-  }),
-};
+  ttlSeconds: (task) => task.spec.ttlSecondsAfterFinished,
+  // Druid keys duplicates on a non-nil etcdName; "" is a group of its own (docs/contract.md §8). The
+  // key is the Etcd's identity, namespace/name (the handler checks the object it reads is that one): a
+  // string that is no object name ("e005/status") names no Etcd, joins no group and is Rejected.
+  admissionGroup: (task) =>
+    task.spec.etcdName === undefined || (task.spec.etcdName !== "" && !isDns1123Subdomain(task.spec.etcdName))
+      ? undefined
+      : task.spec.etcdName,
+  member: (task) => configMember(task.spec.config),
+  status: (task) => task.status,
+});

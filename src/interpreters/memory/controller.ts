@@ -1,93 +1,33 @@
 /**
- * The controller, simulated: the same passes (src/reconcile/pass.ts), the same retry rule and the same
- * effects as the Kubernetes runtime, run against `MemoryApiServer` under a `FakeClock`, one effect at a
- * time. It can crash between any two effects, park a pass on a hanging handler, fail a status write,
- * and it records everything property tests check: handler calls, writes, events and transitions.
+ * The controller, simulated: the pass protocol (src/reconcile/pass.ts) and the scheduler
+ * (src/reconcile/scheduler.ts) of the Kubernetes runtime, with requests performed against
+ * `MemoryApiServer` under a `FakeClock`, one at a time. It can crash between any two requests, park a
+ * pass on a hanging handler call, fail a status write, and it records everything property tests
+ * check: handler calls, writes, Events and passes (records.ts).
  *
- * The runtime rules (one pass per key, serialised admission per group, kept results, retry
- * bookkeeping, cancelling calls of deleted tasks) are the real runtime's own: both keep their memory in
- * `ControllerMemory` (src/reconcile/controller-memory.ts). A crash loses all of it; the restart lists
- * every object, as an informer would.
+ * A crash loses the scheduler's memory; the restart lists every object, as an informer would. Echoes
+ * of our own writes wake no pass of their own task (as the runtime's informer drops them), but do wake
+ * its peers when what they read changed.
+ *
+ * Over 400 lines, knowingly: the commands tests drive (crashes, parked and orphaned calls, faults)
+ * and the driving they disturb share one ready queue, one timer map and one scheduler, and splitting
+ * them would hand those around. The writes themselves are performed in memory-writes.ts.
  */
 import { isTerminal } from "../../api/status.ts";
-import { isTaskWrite, type PassEnd, type TaskEffect } from "../../effects/task-effect.ts";
+import type { PassEnd, TaskEffect } from "../../effects/task-effect.ts";
 import type { LifecycleConfig, Phase, PhaseOutcome } from "../../machine/types.ts";
-import { ControllerMemory, type Kept, type PassHold } from "../../reconcile/controller-memory.ts";
 import { defectOutcome } from "../../reconcile/handler-defect.ts";
-import {
-  advance,
-  answerDelete,
-  deliver,
-  nextEffect,
-  type Pass,
-  passEnd,
-  startPass,
-  type TransitionRecord,
-} from "../../reconcile/pass.ts";
+import { Answer, answer, driveSync, type PassRequest, type Step, start } from "../../reconcile/pass.ts";
+import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../../reconcile/scheduler.ts";
 import { readFacts, type TaskFacts, type TaskKind } from "../../reconcile/task-kind.ts";
 import type { MemoryApiServer, WatchEvent } from "./api-server.ts";
 import type { FakeClock } from "./clock.ts";
+import { MemoryWrites } from "./memory-writes.ts";
 import type { JsonObject } from "./merge-patch.ts";
-import { performWrite } from "./perform-write.ts";
+import { answerOf } from "./perform-write.ts";
+import type { Behaviour, HandlerCall, PassRecord, RecordedEvent, WriteRecord } from "./records.ts";
 
-/** What a scripted handler does when called. */
-export type Behaviour =
-  | { readonly kind: "return"; readonly outcome: PhaseOutcome }
-  | { readonly kind: "hang" }
-  | { readonly kind: "throw"; readonly message: string };
-
-export interface HandlerCall {
-  readonly id: number;
-  readonly uid: string;
-  readonly name: string;
-  readonly phase: Phase;
-  readonly at: number;
-  /** Crashes before this call; calls in different epochs are separated by a crash. */
-  readonly epoch: number;
-  /** Whether our finalizer was on the stored object when the call started. */
-  readonly finalizerPresent: boolean;
-  outcome?: PhaseOutcome;
-  /** The result reached the object (a status write or the finalizer removal after it succeeded). */
-  persisted: boolean;
-  /** When it did. */
-  persistedAt?: number;
-  /** The pass that got the result ended normally without writing it. */
-  unwritten?: boolean;
-  /**
-   * The call's result was dropped: cancelled by a deletion, lost in a crash, or superseded (its status
-   * write failed, and by the next pass the task had moved on, e.g. a peer now goes first).
-   */
-  dropped?: "cancelled" | "crash" | "superseded";
-  /** How many watch events the server had sent when the call started (orders calls against changes). */
-  readonly eventIndex: number;
-}
-
-export interface WriteRecord {
-  readonly uid: string;
-  readonly name: string;
-  readonly effect: TaskEffect["_tag"];
-  readonly at: number;
-}
-
-export interface RecordedEvent {
-  readonly uid: string;
-  readonly name: string;
-  readonly eventType: string;
-  readonly reason: string;
-  readonly note: string;
-  readonly at: number;
-}
-
-export interface PassRecord {
-  readonly uid: string;
-  readonly name: string;
-  readonly at: number;
-  readonly transitions: ReadonlyArray<TransitionRecord>;
-  readonly end?: PassEnd;
-  readonly aborted?: string;
-  /** The effects of the pass in order (for the no-op property). */
-  readonly effects: ReadonlyArray<TaskEffect["_tag"]>;
-}
+export type { Behaviour, HandlerCall, PassRecord, RecordedEvent, WriteRecord } from "./records.ts";
 
 export interface SimulatedControllerOptions<Task> {
   readonly kind: TaskKind<Task>;
@@ -104,34 +44,34 @@ interface KeptCall extends Kept {
   readonly call: HandlerCall | undefined;
 }
 
-interface Parked {
-  readonly pass: Pass;
-  readonly uid: string;
-  readonly phase: Phase;
-  readonly call: HandlerCall;
-  readonly lockedGroup: string | undefined;
-  readonly started: number;
-  readonly effects: TaskEffect["_tag"][];
-}
-
 interface Running extends PassHold {
   readonly name: string;
   readonly started: number;
   readonly effects: TaskEffect["_tag"][];
-  /** The last handler call of this pass whose result is not yet on the object. */
-  unpersisted?: KeptCall | undefined;
   object: JsonObject;
+  /** The call whose result the pass holds unwritten. */
+  call: HandlerCall | undefined;
+  /** Set by a request the performer did not answer: a hanging call, or the crash it stopped before. */
+  suspended?: { readonly call: HandlerCall; readonly callId: number } | "crash" | undefined;
   lockedGroup: string | undefined;
+}
+
+/** A pass waiting for a hanging handler call. */
+interface Parked {
+  readonly running: Running;
+  readonly step: Extract<Step, { _tag: "Request" }>;
+  readonly call: HandlerCall;
+  readonly callId: number;
 }
 
 const splitKey = (key: string): [string, string] => {
   const at = key.indexOf("/");
   return [key.slice(0, at), key.slice(at + 1)];
 };
+const metadataOf = (object: JsonObject): JsonObject => (object.metadata ?? {}) as JsonObject;
 
 export class SimulatedController<Task> {
   readonly calls: HandlerCall[] = [];
-  readonly writes: WriteRecord[] = [];
   readonly events: RecordedEvent[] = [];
   readonly passes: PassRecord[] = [];
   epoch = 0;
@@ -139,29 +79,23 @@ export class SimulatedController<Task> {
   readonly #options: SimulatedControllerOptions<Task>;
   readonly #ready: string[] = [];
   readonly #timers = new Map<string, number>();
-  #memory: ControllerMemory<KeptCall>;
+  #scheduler: TaskScheduler<KeptCall>;
   /** The resourceVersion each key's last normally ended pass left behind, and when that pass ended. */
   readonly #settled = new Map<string, { readonly resourceVersion: string; readonly at: number }>();
-  /** Passes waiting for a hanging handler call. */
+  /** Passes waiting for a hanging handler call, by key. */
   readonly #parked = new Map<string, Parked>();
+  /** Hanging calls of deleted tasks: they run on until resolved, holding their group (16.12). */
+  readonly #orphans: Parked[] = [];
   #crashCountdown: number | undefined;
-  #failNextStatusWrite = false;
-  #failNextDelete = false;
-  #concurrentEditBeforeNextMetadataWrite = false;
+  readonly #writes: MemoryWrites;
   #runSerial = 0;
-  #callSerial = 0;
 
   constructor(options: SimulatedControllerOptions<Task>) {
     this.#options = options;
-    this.#memory = SimulatedController.#freshMemory(options);
+    this.#writes = new MemoryWrites(options.server, options.clock);
+    this.#scheduler = new TaskScheduler({ config: options.config, supported: options.supported });
     options.server.watch((event) => this.#onWatch(event));
     this.#relist();
-  }
-
-  static #freshMemory(
-    options: Pick<SimulatedControllerOptions<unknown>, "config" | "supported">,
-  ): ControllerMemory<KeptCall> {
-    return new ControllerMemory({ config: options.config, supported: options.supported });
   }
 
   // ---- commands --------------------------------------------------------------------------------
@@ -210,113 +144,133 @@ export class SimulatedController<Task> {
   /** Crash now and restart: all memory is lost; the restart lists every object. */
   crash(): void {
     this.epoch += 1;
-    for (const parked of this.#parked.values()) parked.call.dropped = "crash";
+    const now = this.#options.clock.now();
+    for (const parked of [...this.#parked.values(), ...this.#orphans]) {
+      parked.call.dropped = "crash";
+      parked.call.endedAt = now;
+      parked.call.endedAfterCalls = this.calls.length;
+    }
+    for (const kept of this.#scheduler.unwrittenResults())
+      if (kept.call !== undefined) kept.call.dropped ??= "crash";
     this.#ready.length = 0;
     this.#timers.clear();
-    this.#memory = SimulatedController.#freshMemory(this.#options);
+    this.#scheduler = new TaskScheduler({ config: this.#options.config, supported: this.#options.supported });
     this.#parked.clear();
+    this.#orphans.length = 0;
     this.#settled.clear();
+    this.#writes.forget();
     this.#crashCountdown = undefined;
     this.#relist();
   }
 
+  /** API writes the controller made (finalizer, status, delete), in order. */
+  get writes(): ReadonlyArray<WriteRecord> {
+    return this.#writes.records;
+  }
+
   /** The next DELETE of a task fails (500). */
   failNextDelete(): void {
-    this.#failNextDelete = true;
+    this.#writes.failNextDelete();
   }
 
   failNextStatusWrite(): void {
-    this.#failNextStatusWrite = true;
+    this.#writes.failNextStatusWrite();
   }
 
   /** Someone else writes the object between our read and our next metadata write (a 409 for us). */
   editConcurrentlyBeforeNextMetadataWrite(): void {
-    this.#concurrentEditBeforeNextMetadataWrite = true;
+    this.#writes.editConcurrentlyBeforeNextMetadataWrite();
   }
 
-  /** Names of tasks whose handler call is hanging. */
+  /**
+   * `act` runs (once) just before the next status write that carries a handler result: a user's
+   * delete or label edit landing between a handler's return and the write of its result.
+   */
+  beforeNextResultWrite(act: (namespace: string, name: string) => void): void {
+    this.#writes.beforeNextResultWrite(act);
+  }
+
+  /** Names of tasks with a hanging handler call (a deleted task's call that runs on included). */
   hanging(): string[] {
-    return [...this.#parked.keys()].map((key) => splitKey(key)[1]);
+    return [
+      ...[...this.#parked.values()].map((p) => p.running.name),
+      ...this.#orphans.map((p) => p.running.name),
+    ];
   }
 
-  /** A hanging handler call returns. */
+  /** A hanging handler call of `name` returns (its current pass's call first, else its oldest orphaned one). */
   resolve(namespace: string, name: string, outcome: PhaseOutcome): boolean {
     const key = `${namespace}/${name}`;
-    const parked = this.#parked.get(key);
+    const parked = this.#parked.get(key) ?? this.#orphans.find((p) => p.running.key === key);
+    return parked === undefined ? false : this.resolveCall(parked.call.id, outcome);
+  }
+
+  /** The hanging call with this id returns `outcome`. */
+  resolveCall(id: number, outcome: PhaseOutcome): boolean {
+    const orphan = this.#orphans.findIndex((p) => p.call.id === id);
+    const parked =
+      orphan >= 0 ? this.#orphans[orphan] : [...this.#parked.values()].find((p) => p.call.id === id);
     if (parked === undefined) return false;
-    this.#parked.delete(key);
-    const current = this.#options.server.get(namespace, name);
-    if (!current.ok) {
-      parked.call.dropped = "cancelled";
-      this.#enqueueAll(this.#memory.gone({ key, uid: parked.uid, lockedGroup: parked.lockedGroup }));
-      return true;
+    const { running, call, callId } = parked;
+    call.endedAt = this.#options.clock.now();
+    call.endedAfterCalls = this.calls.length;
+    if (orphan >= 0) this.#orphans.splice(orphan, 1);
+    else this.#parked.delete(running.key);
+    const returned = this.#scheduler.returned(running, callId);
+    this.#enqueueAll(returned.wake);
+    if (returned.current) {
+      call.outcome = outcome;
+      const [namespace, name] = splitKey(running.key);
+      const stored = this.#options.server.get(namespace, name);
+      if (stored.ok) running.object = stored.value;
+      running.call = call;
+      this.#continue(
+        running,
+        answer(parked.step, Answer.Returned({ outcome, now: this.#options.clock.now() })),
+      );
     }
-    parked.call.outcome = outcome;
-    const running: Running = {
-      key,
-      uid: parked.uid,
-      name,
-      started: parked.started,
-      effects: parked.effects,
-      unpersisted: { call: parked.call, known: { phase: parked.phase, outcome } },
-      object: current.value,
-      lockedGroup: parked.lockedGroup,
-    };
-    this.#continue(running, deliver(parked.pass, parked.phase, outcome, this.#options.clock.now()));
     this.runUntilIdle();
     return true;
   }
 
-  // ---- the work queue ---------------------------------------------------------------------------
+  // ---- the work queue and the watch -------------------------------------------------------------
 
   #relist(): void {
-    for (const object of this.#options.server.list()) {
-      const meta = (object.metadata ?? {}) as JsonObject;
-      this.#enqueue(`${String(meta.namespace)}/${String(meta.name)}`);
-    }
+    for (const object of this.#options.server.list()) this.#onWatch({ type: "ADDED", object });
   }
 
   #enqueue(key: string): void {
     if (!this.#ready.includes(key)) this.#ready.push(key);
   }
 
-  #enqueueAll(keys: ReadonlyArray<string>): void {
-    for (const key of keys) this.#enqueue(key);
+  #enqueueAll(wake: ReadonlyArray<Wake>): void {
+    for (const { key } of wake) this.#enqueue(key);
   }
 
-  #onWatch(event: WatchEvent): void {
+  #onWatch(event: Pick<WatchEvent, "type" | "object">): void {
     const facts = readFacts(this.#options.kind, event.object);
     if (facts === undefined) return;
-    const key = `${facts.metadata.namespace}/${facts.metadata.name}`;
-    if (event.type === "DELETED") this.#memory.forget(facts.metadata.uid);
-    const changedState = this.#memory.peersMustLook(event.type, facts);
-    if (event.type === "DELETED" || facts.metadata.deletionTimestamp !== undefined) {
-      this.#cancel(key, facts.metadata.uid);
-    }
-    if (event.type !== "DELETED") this.#enqueue(key);
-    // A task that appeared, ended or went away changes what its peers' admission sees.
-    if (changedState && facts.group !== undefined) {
-      for (const peer of this.#facts()) {
-        if (peer.metadata.namespace === facts.metadata.namespace && peer.group === facts.group) {
-          this.#enqueue(`${peer.metadata.namespace}/${peer.metadata.name}`);
-        }
+    const own = this.#writes.isOwn(facts.metadata.resourceVersion);
+    const { wake, orphaned } = this.#scheduler.changed({ type: event.type, facts, own });
+    if (orphaned !== undefined) {
+      const key = `${facts.metadata.namespace}/${facts.metadata.name}`;
+      const parked = this.#parked.get(key);
+      if (parked !== undefined) {
+        parked.call.dropped = "cancelled";
+        this.#parked.delete(key);
+        this.#orphans.push(parked);
       }
     }
+    this.#enqueueAll(wake);
   }
 
-  /** A deletion cancels a parked Admit or Execute call (the memory decides which). */
-  #cancel(key: string, uid: string): void {
-    const { cancelled, ready } = this.#memory.cancel(key, uid);
-    if (!cancelled) return;
-    const parked = this.#parked.get(key);
-    if (parked !== undefined) parked.call.dropped = "cancelled";
-    this.#parked.delete(key);
-    this.#enqueueAll(ready);
-  }
-
-  #facts(): TaskFacts[] {
-    return this.#options.server.list().flatMap((object) => {
-      const facts = readFacts(this.#options.kind, object);
+  /** The facts of the stored tasks of a group. */
+  #groupFacts(group: string | undefined): TaskFacts[] {
+    if (group === undefined) return [];
+    return this.#scheduler.membersOf(group).flatMap((member) => {
+      const [namespace, name] = splitKey(member);
+      const stored = this.#options.server.get(namespace, name);
+      const facts = stored.ok ? readFacts(this.#options.kind, stored.value) : undefined;
       return facts === undefined ? [] : [facts];
     });
   }
@@ -330,27 +284,29 @@ export class SimulatedController<Task> {
     const facts = readFacts(this.#options.kind, stored.value);
     if (facts === undefined) return;
     const now = this.#options.clock.now();
-    const started = this.#memory.start(key, facts, () => this.#facts(), now, this.#nextRunId());
+    const group = groupKeyOf(facts);
+    const started = this.#scheduler.start(key, facts, () => this.#groupFacts(group), now, this.#nextRunId());
     if (started === undefined) return;
-    const { uid, kept } = started;
+    const { kept } = started;
     this.#settled.delete(key);
-    const pass = startPass(started.input);
-    const replayed = kept !== undefined && pass.snapshot.context.replayed;
+    const step = start(started.input);
+    const replayed = kept !== undefined && step.pass.unwritten !== undefined;
     // A kept result the machine set aside (the task moved on) is superseded; one it ignored while
     // calling the same phase again is not, and the no-repeated-calls property will say so.
-    const callsAgain = pass.pending.some((e) => e._tag === "RunPhase" && e.phase === kept?.known.phase);
+    const callsAgain = step.pass.pending.some((e) => e._tag === "RunPhase" && e.phase === kept?.known.phase);
     if (kept?.call !== undefined && !replayed && !callsAgain) kept.call.dropped = "superseded";
     const running: Running = {
       key,
-      uid,
+      uid: started.uid,
+      group: started.group,
+      lockedGroup: started.lockedGroup,
       name,
       started: now,
       effects: [],
       object: stored.value,
-      ...(kept === undefined || !replayed ? {} : { unpersisted: kept }),
-      lockedGroup: started.lockedGroup,
+      call: replayed ? kept?.call : undefined,
     };
-    this.#continue(running, pass);
+    this.#continue(running, step);
   }
 
   #nextRunId(): string {
@@ -362,145 +318,145 @@ export class SimulatedController<Task> {
   #exists(running: Running): boolean {
     const [namespace, name] = splitKey(running.key);
     const stored = this.#options.server.get(namespace, name);
-    return stored.ok && (stored.value.metadata as JsonObject).uid === running.uid;
+    return stored.ok && metadataOf(stored.value).uid === running.uid;
   }
 
   /**
-   * The effects a pass would start with if it ran again at the instant the last one ended, for every
-   * task that is idle and unchanged since: the "no-op reconcile" check (nothing is performed).
+   * The requests a pass would make if it ran again at the instant the last one ended, for every task
+   * that is idle and unchanged since: the "no-op reconcile" check (nothing is performed; the pass is
+   * followed up to its first handler call or its end).
    */
   settledPasses(): Array<{ name: string; effects: TaskEffect[] }> {
     const result: Array<{ name: string; effects: TaskEffect[] }> = [];
     for (const [key, { resourceVersion, at }] of this.#settled) {
-      if (this.#memory.isBusy(key) || this.#memory.isDeferred(key) || this.#ready.includes(key)) continue;
+      if (this.#scheduler.isBusy(key) || this.#scheduler.isDeferred(key) || this.#ready.includes(key))
+        continue;
       const [namespace, name] = splitKey(key);
       const stored = this.#options.server.get(namespace, name);
-      if (!stored.ok || (stored.value.metadata as JsonObject).resourceVersion !== resourceVersion) continue;
+      if (!stored.ok || metadataOf(stored.value).resourceVersion !== resourceVersion) continue;
       const facts = readFacts(this.#options.kind, stored.value);
-      if (facts === undefined) continue;
-      if (this.#memory.keeps(facts.metadata.uid)) continue;
-      let pass = startPass(this.#memory.inputOf(facts, this.#facts(), at, this.#nextRunId()));
-      // Follow the pass through effects that need no answer; a RunPhase would be reported as such.
+      if (facts === undefined || this.#scheduler.keeps(facts.metadata.uid)) continue;
+      const input = this.#scheduler.inputOf(
+        facts,
+        this.#groupFacts(groupKeyOf(facts)),
+        at,
+        this.#nextRunId(),
+      );
       const effects: TaskEffect[] = [];
-      for (let next = nextEffect(pass); next !== undefined; next = nextEffect(pass)) {
-        effects.push(next);
-        if (next._tag === "RunPhase" || passEnd(pass) !== undefined) break;
-        pass = advance(pass);
-      }
+      const last = driveSync(start(input), (request) => {
+        effects.push(request);
+        return request._tag === "RunPhase" ? Answer.Suspend() : Answer.Done({ now: at });
+      });
+      if (last._tag === "End") effects.push(last.end);
       result.push({ name, effects });
     }
     return result;
   }
 
-  /** Performs the pass's effects until it ends, parks on a hanging handler, aborts or crashes. */
-  #continue(running: Running, start: Pass): void {
-    let pass = start;
-    const { clock } = this.#options;
-    const [namespace, name] = splitKey(running.key);
-    for (;;) {
-      const end = passEnd(pass);
-      if (end !== undefined) {
-        this.#finish(running, pass, end);
-        return;
-      }
-      const effect = nextEffect(pass);
-      if (effect === undefined) {
-        this.#abort(running, pass, "the pass ended without a requeue or await effect");
-        return;
-      }
-      if (this.#crashCountdown !== undefined) {
-        if (this.#crashCountdown === 0) {
-          this.passes.push({
-            uid: running.uid,
-            name,
-            at: running.started,
-            transitions: pass.transitions,
-            aborted: "crash",
-            effects: running.effects,
-          });
+  /** Drives the pass from `step` until it ends, parks on a hanging handler, stops or crashes. */
+  #continue(running: Running, step: Step): void {
+    const last = driveSync(step, (request, pass) =>
+      this.#perform(running, request, pass.unwritten !== undefined),
+    );
+    switch (last._tag) {
+      case "Request": {
+        const suspended = running.suspended;
+        running.suspended = undefined;
+        if (suspended === "crash") {
+          if (running.call !== undefined) running.call.dropped ??= "crash";
+          this.#record(running, last, { aborted: "crash" });
           this.crash();
+        } else if (suspended !== undefined) {
+          this.#parked.set(running.key, {
+            running,
+            step: last,
+            call: suspended.call,
+            callId: suspended.callId,
+          });
+        }
+        return;
+      }
+      case "End":
+        this.#finish(running, last, last.end);
+        return;
+      case "Stopped": {
+        if (last.stopped._tag === "Gone") {
+          this.#record(running, last, { aborted: "gone" });
+          this.#enqueueAll(this.#scheduler.gone(running));
           return;
         }
-        this.#crashCountdown -= 1;
-      }
-      running.effects.push(effect._tag);
-      if (effect._tag === "RunPhase") {
-        const { lockedGroup, ready } = this.#memory.calling(running, effect.phase);
-        running.lockedGroup = lockedGroup;
-        this.#enqueueAll(ready);
-        const result = this.#call(running, pass, effect.phase);
-        if (result === "parked") return;
-        pass = deliver(pass, effect.phase, result.outcome, clock.now());
-        running.unpersisted = { call: result.call, known: { phase: effect.phase, outcome: result.outcome } };
-        continue;
-      }
-      if (effect._tag === "RecordEvent") {
-        this.events.push({
-          uid: running.uid,
-          name,
-          eventType: effect.eventType,
-          reason: effect.reason,
-          note: effect.note,
-          at: clock.now(),
-        });
-        pass = advance(pass);
-        continue;
-      }
-      const written = this.#write(running, namespace, name, effect);
-      if (written === "gone") {
-        this.passes.push({
-          uid: running.uid,
-          name,
-          at: running.started,
-          transitions: pass.transitions,
-          aborted: "gone",
-          effects: running.effects,
-        });
-        this.#enqueueAll(this.#memory.gone(running));
+        this.#record(running, last, { aborted: last.stopped.cause });
+        // A failed write ends the pass; the result it carried is kept (never re-asked), and it backs off.
+        const unwritten = last.pass.unwritten;
+        const kept = unwritten === undefined ? undefined : { known: unwritten, call: running.call };
+        const { delayMs, wake } = this.#scheduler.stopped(running, kept, this.#exists(running));
+        this.#timers.set(running.key, this.#options.clock.now() + delayMs);
+        this.#enqueueAll(wake);
         return;
       }
-      if (effect._tag === "DeleteTask") {
-        // The machine decides what a failed DELETE means (recorded, retried with backoff).
-        pass = answerDelete(pass, written === "ok" ? {} : { failed: written }, clock.now());
-        continue;
-      }
-      if (written !== "ok") {
-        // A failed write ends the pass; the result it carried is kept (never re-asked).
-        this.#abort(running, pass, written);
-        return;
-      }
-      if (
-        running.unpersisted !== undefined &&
-        (effect._tag === "PatchStatus" || effect._tag === "RemoveFinalizer")
-      ) {
-        const call = running.unpersisted.call;
-        if (call !== undefined) {
-          call.persisted = true;
-          call.persistedAt = clock.now();
-        }
-        running.unpersisted = undefined;
-      }
-      pass = advance(pass);
     }
   }
 
-  #call(running: Running, pass: Pass, phase: Phase): "parked" | { outcome: PhaseOutcome; call: HandlerCall } {
-    const [namespace, name] = splitKey(running.key);
-    const decoded = this.#options.kind.decode(running.object);
-    const facts = decoded.ok ? this.#options.kind.facts(decoded.task) : undefined;
-    const stored = this.#options.server.get(namespace, name);
-    const storedFinalizers = stored.ok ? ((stored.value.metadata as JsonObject).finalizers ?? []) : [];
-    this.#callSerial += 1;
+  /** Performs one request (the memory interpreter), or suspends the pass (a hanging call, a crash). */
+  #perform(running: Running, request: PassRequest, holdsResult: boolean): Answer {
+    const { clock } = this.#options;
+    if (this.#crashCountdown !== undefined) {
+      if (this.#crashCountdown === 0) {
+        running.suspended = "crash";
+        return Answer.Suspend();
+      }
+      this.#crashCountdown -= 1;
+    }
+    running.effects.push(request._tag);
+    switch (request._tag) {
+      case "RunPhase":
+        return this.#call(running, request.phase);
+      case "RecordEvent":
+        this.events.push({
+          uid: running.uid,
+          name: running.name,
+          eventType: request.eventType,
+          reason: request.reason,
+          note: request.note,
+          at: clock.now(),
+        });
+        return Answer.Done({ now: clock.now() });
+      default: {
+        const [namespace] = splitKey(running.key);
+        const target = { uid: running.uid, namespace, name: running.name, object: running.object };
+        const written = this.#writes.write(target, request, holdsResult);
+        if (written.kind === "ok" && written.object !== undefined) running.object = written.object;
+        const result = answerOf(written, clock.now());
+        const writesResult = request._tag === "PatchStatus" || request._tag === "RemoveFinalizer";
+        if (result._tag === "Done" && writesResult && holdsResult && running.call !== undefined) {
+          running.call.persisted = true;
+          running.call.persistedAt = clock.now();
+          running.call = undefined;
+        }
+        return result;
+      }
+    }
+  }
+
+  #call(running: Running, phase: Phase): Answer {
+    const { clock, config, server } = this.#options;
+    const [namespace] = splitKey(running.key);
+    const { callId, lockedGroup, wake } = this.#scheduler.calling(running, phase);
+    running.lockedGroup = lockedGroup;
+    this.#enqueueAll(wake);
+    const facts = readFacts(this.#options.kind, running.object);
+    const stored = server.get(namespace, running.name);
+    const storedFinalizers = stored.ok ? (metadataOf(stored.value).finalizers ?? []) : [];
     const call: HandlerCall = {
-      id: this.#callSerial,
+      id: this.calls.length + 1,
       uid: running.uid,
-      name,
+      name: running.name,
       phase,
-      at: this.#options.clock.now(),
+      at: clock.now(),
       epoch: this.epoch,
-      eventIndex: this.#options.server.events.length,
-      finalizerPresent:
-        Array.isArray(storedFinalizers) && storedFinalizers.includes(this.#options.config.finalizer),
+      eventIndex: server.events.length,
+      finalizerPresent: Array.isArray(storedFinalizers) && storedFinalizers.includes(config.finalizer),
+      group: running.group,
       persisted: false,
     };
     this.calls.push(call);
@@ -508,96 +464,45 @@ export class SimulatedController<Task> {
       facts === undefined
         ? { kind: "throw", message: "undecodable task" }
         : this.#options.behaviour(facts, phase);
-    switch (behaviour.kind) {
-      case "return":
-        call.outcome = behaviour.outcome;
-        return { outcome: behaviour.outcome, call };
-      case "throw": {
-        const outcome = defectOutcome(behaviour.message);
-        call.outcome = outcome;
-        return { outcome, call };
-      }
-      case "hang":
-        this.#parked.set(running.key, {
-          pass,
-          uid: running.uid,
-          phase,
-          call,
-          started: running.started,
-          effects: running.effects,
-          lockedGroup: running.lockedGroup,
-        });
-        return "parked";
+    if (behaviour.kind === "hang") {
+      running.suspended = { call, callId };
+      return Answer.Suspend();
     }
+    const outcome = behaviour.kind === "return" ? behaviour.outcome : defectOutcome(behaviour.message);
+    call.outcome = outcome;
+    call.endedAt = clock.now();
+    call.endedAfterCalls = this.calls.length;
+    this.#enqueueAll(this.#scheduler.returned(running, callId).wake);
+    running.call = call;
+    return Answer.Returned({ outcome, now: clock.now() });
   }
 
-  /** Performs one write; "ok", "gone" (404, or the UID no longer matches), or the reason it failed. */
-  #write(running: Running, namespace: string, name: string, effect: TaskEffect): "ok" | "gone" | string {
-    const { server, clock } = this.#options;
-    if (
-      (effect._tag === "AddFinalizer" || effect._tag === "RemoveFinalizer") &&
-      this.#concurrentEditBeforeNextMetadataWrite
-    ) {
-      this.#concurrentEditBeforeNextMetadataWrite = false;
-      server.patch(namespace, name, { metadata: { labels: { "edited-by": `someone-${clock.now()}` } } });
-    }
-    if (effect._tag === "DeleteTask" && this.#failNextDelete) {
-      this.#failNextDelete = false;
-      return "the server is currently unable to handle the request (delete etcdopstasks)";
-    }
-    if (effect._tag === "PatchStatus" && this.#failNextStatusWrite) {
-      this.#failNextStatusWrite = false;
-      return "status write failed: 500 Internal Server Error";
-    }
-    const result = performWrite(server, running.object, effect);
-    if (result.kind !== "ok") return result.kind === "gone" ? "gone" : result.reason;
-    if (result.object !== undefined) running.object = result.object;
-    if (isTaskWrite(effect))
-      this.writes.push({ uid: running.uid, name, effect: effect._tag, at: clock.now() });
-    return "ok";
-  }
-
-  #finish(running: Running, pass: Pass, end: PassEnd): void {
-    const { clock } = this.#options;
-    const [, name] = splitKey(running.key);
-    running.effects.push(end._tag);
-    const call = running.unpersisted?.call;
-    if (call !== undefined) call.unwritten = true;
+  #record(running: Running, last: Step, how: { aborted?: string; end?: PassEnd }): void {
     this.passes.push({
       uid: running.uid,
-      name,
+      name: running.name,
       at: running.started,
-      transitions: pass.transitions,
-      end,
+      transitions: last.pass.transitions,
+      ...how,
       effects: running.effects,
     });
-    const resourceVersion = (running.object.metadata as JsonObject).resourceVersion;
+  }
+
+  #finish(running: Running, last: Step, end: PassEnd): void {
+    const { clock } = this.#options;
+    running.effects.push(end._tag);
+    if (running.call !== undefined) running.call.unwritten = true;
+    this.#record(running, last, { end });
+    const resourceVersion = metadataOf(running.object).resourceVersion;
     if (typeof resourceVersion === "string")
       this.#settled.set(running.key, { resourceVersion, at: clock.now() });
-    const ready = this.#memory.ended(running, end, clock.now(), this.#exists(running));
+    const wake = this.#scheduler.ended(running, end, clock.now(), this.#exists(running));
     if (end._tag === "RequeueAfter") this.#timers.set(running.key, clock.now() + end.delayMs);
     else this.#timers.delete(running.key);
-    this.#enqueueAll(ready);
+    this.#enqueueAll(wake);
   }
 
-  #abort(running: Running, pass: Pass, reason: string): void {
-    const { clock } = this.#options;
-    const [, name] = splitKey(running.key);
-    this.passes.push({
-      uid: running.uid,
-      name,
-      at: running.started,
-      transitions: pass.transitions,
-      aborted: reason,
-      effects: running.effects,
-    });
-    // An aborted pass backs off like any error; the next pass starts from the stored object.
-    const { delayMs, ready } = this.#memory.aborted(running, running.unpersisted, this.#exists(running));
-    this.#timers.set(running.key, clock.now() + delayMs);
-    this.#enqueueAll(ready);
-  }
-
-  /** The current state of every stored task, for checks. */
+  /** Whether a task is finished (Succeeded, Failed, Rejected) or gone, for checks. */
   terminalOrGone(namespace: string, name: string): boolean {
     const stored = this.#options.server.get(namespace, name);
     if (!stored.ok) return true;

@@ -3,6 +3,7 @@
  * same request the Kubernetes interpreter sends, against `MemoryApiServer`.
  */
 import type { TaskEffect } from "../../effects/task-effect.ts";
+import { Answer } from "../../reconcile/pass.ts";
 import { machineVersionAnnotation } from "../../reconcile/task-kind.ts";
 import { hasStatus, statusJsonPatch } from "../status-json-patch.ts";
 import type { MemoryApiServer } from "./api-server.ts";
@@ -79,3 +80,11 @@ export const performWrite = (
   if (metadataOf(result.value).uid !== meta.uid) return { kind: "gone" };
   return { kind: "ok", object: server.get(namespace, name).ok ? result.value : undefined };
 };
+
+/** A write's result as the pass protocol's answer (`now`: the fake clock). */
+export const answerOf = (result: WriteResult, now: number): Answer =>
+  result.kind === "ok"
+    ? Answer.Done({ now })
+    : result.kind === "gone"
+      ? Answer.Gone()
+      : Answer.Failed({ cause: result.reason, now });

@@ -3,8 +3,8 @@
  * actions (`xstate.raise`, `xstate.assign`, …) are not effects and are dropped here.
  */
 import type { ExecutableActionsFrom } from "xstate";
-import type { TaskMachine } from "../machine/task-machine.ts";
-import { TaskEffect } from "./task-effect.ts";
+import { TaskEffect } from "../effects/task-effect.ts";
+import type { TaskMachine } from "./task-machine.ts";
 
 type MachineAction = ExecutableActionsFrom<TaskMachine>;
 

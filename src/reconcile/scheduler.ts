@@ -1,0 +1,381 @@
+/**
+ * The per-key scheduler: everything a controller remembers beside the objects, and the rules over it.
+ * The cluster runtime (src/runtime/controller.ts) and the memory interpreter
+ * (src/interpreters/memory/controller.ts) both keep their memory here, so the simulation checks the
+ * very rules the cluster runs. Pure and synchronous: every method answers with what the caller must
+ * do next (start a pass, wake keys); the callers own the queue, the timers and the clock.
+ *
+ * Rules:
+ * - one key is in one pass at a time: a pass for a busy key is deferred until the busy pass ends;
+ * - admissions of one group are serialised: a pass that may admit holds its group until it ends or
+ *   moves past Admit, and a pass of another task of that group that may admit is deferred meanwhile;
+ * - a handler result whose write failed is kept and handed to the next pass (which replays it), never
+ *   asked for again;
+ * - a task's deletion lets the task go at once (its key is free for the cleanup pass) but not the work:
+ *   an Admit or Execute call in flight keeps its admission group busy until it has really ended, and
+ *   its result is then discarded (issue 16, finding 12: two snapshots of one etcd must never overlap);
+ * - whom to wake after a change: the task itself (not for an echo of our own write: the pass that
+ *   wrote it has seen it), and the unfinished tasks of its group when what their admission reads of
+ *   it (state, deleting) changed;
+ * - retry bookkeeping follows `nextRetryState`; a stopped pass backs off like a transient error;
+ * - a task whose last finalizer we removed is released: no pass may act on a cached copy of it;
+ * - a task that is gone is forgotten (a long-running controller sees millions come and go).
+ *
+ * All of it is lost in a crash, by design: the next pass starts from the object.
+ */
+import { isTerminal } from "../api/status.ts";
+import { nextRetryState, noRetry, type RetryState } from "../effects/retry-state.ts";
+import type { PassEnd } from "../effects/task-effect.ts";
+import { backoffDelayMs } from "../machine/backoff.ts";
+import type { KnownResult, LifecycleConfig, PassInput, Phase } from "../machine/types.ts";
+import { GroupIndex } from "./group-index.ts";
+import { observe, peersOf } from "./observe.ts";
+import type { TaskFacts } from "./task-kind.ts";
+import { type TriggerReason, TriggerReasons } from "./trigger-reason.ts";
+
+/** A handler result not yet on its object (a caller may keep more beside it, e.g. the call's record). */
+export interface Kept {
+  readonly known: KnownResult;
+}
+
+/** The part of a running pass the scheduler knows about. */
+export interface PassHold {
+  readonly key: string;
+  readonly uid: string;
+  /** The task's admission group (`namespace/group`), if it has one. */
+  readonly group: string | undefined;
+  /** The admission group this pass holds, if any. */
+  readonly lockedGroup: string | undefined;
+}
+
+export interface PassStart<K extends Kept> extends PassHold {
+  readonly input: PassInput;
+  /** The kept result handed to this pass (taken: the scheduler no longer holds it). */
+  readonly kept: K | undefined;
+  /** Why this pass runs. */
+  readonly trigger: TriggerReason;
+}
+
+/** A key to run, and why. */
+export interface Wake {
+  readonly key: string;
+  readonly reason: TriggerReason;
+}
+
+export interface SchedulerOptions {
+  readonly config: LifecycleConfig;
+  /** Config members that have a handler. */
+  readonly supported: ReadonlyArray<string>;
+}
+
+/** A watch event for a task, or our own write of it (`own`: the object our write returned). */
+export interface TaskChange {
+  readonly type: "ADDED" | "MODIFIED" | "DELETED";
+  readonly facts: TaskFacts;
+  readonly own?: boolean;
+}
+
+export interface ChangeAnswer {
+  readonly wake: ReadonlyArray<Wake>;
+  /** A handler call in flight that the change orphaned (the task is being deleted): stop waiting for it. */
+  readonly orphaned?: number;
+}
+
+/** The group a pass of this task holds: one that may still admit (not started, not finished, not deleting). */
+const admitting = (facts: TaskFacts): boolean =>
+  !isTerminal(facts.status.state) &&
+  facts.status.state !== "InProgress" &&
+  facts.metadata.deletionTimestamp === undefined;
+
+export const groupKeyOf = (facts: TaskFacts): string | undefined =>
+  facts.group === undefined ? undefined : `${facts.metadata.namespace}/${facts.group}`;
+
+export const taskKeyOf = (facts: TaskFacts): string => `${facts.metadata.namespace}/${facts.metadata.name}`;
+
+interface Call {
+  readonly id: number;
+  readonly key: string;
+  readonly uid: string;
+  readonly phase: Phase;
+  readonly group: string | undefined;
+  /** The call has returned and its pass goes on (writing its result): a deletion no longer orphans it. */
+  returned: boolean;
+}
+
+export class TaskScheduler<K extends Kept = Kept> {
+  readonly #options: SchedulerOptions;
+  readonly #retry = new Map<string, RetryState>();
+  /** Handler results not yet on their objects, by UID. */
+  readonly #unwritten = new Map<string, K>();
+  /** Keys whose pass waits for a handler call or runs after one. */
+  readonly #busy = new Map<string, Call>();
+  readonly #groupLocks = new Map<string, string>();
+  /** Calls of deleted tasks still running, by id, holding their group until they end (16.12). */
+  readonly #orphans = new Map<number, Call>();
+  /** Keys whose pass was deferred (busy key or held group); they run again once freed. */
+  readonly #deferred = new Set<string>();
+  /** Tasks whose last finalizer we removed (gone), until the watch reports them gone. */
+  readonly #released = new Set<string>();
+  readonly #groups = new GroupIndex();
+  readonly #reasons = new TriggerReasons();
+  #callSerial = 0;
+
+  constructor(options: SchedulerOptions) {
+    this.#options = options;
+  }
+
+  /** Why `key` was woken (the first reason since its last pass); noted for the pass that starts next. */
+  note(key: string, reason: TriggerReason): void {
+    this.#reasons.note(key, reason);
+  }
+
+  /**
+   * Starts a pass of `key` over `facts`, or answers undefined: deferred while the key is busy or its
+   * admission group is held (the key comes back in a later `wake`), or skipped for a released task.
+   */
+  start(
+    key: string,
+    facts: TaskFacts,
+    peers: () => ReadonlyArray<TaskFacts>,
+    now: number,
+    runId: string,
+  ): PassStart<K> | undefined {
+    const uid = facts.metadata.uid;
+    if (this.#released.has(uid)) return undefined;
+    if (this.#busy.has(key)) {
+      this.#deferred.add(key);
+      return undefined;
+    }
+    const group = groupKeyOf(facts);
+    const lockedGroup = group !== undefined && admitting(facts) ? group : undefined;
+    if (lockedGroup !== undefined) {
+      const holder = this.#groupLocks.get(lockedGroup);
+      if ((holder !== undefined && holder !== key) || this.#orphanHolds(lockedGroup)) {
+        this.#deferred.add(key);
+        return undefined;
+      }
+      this.#groupLocks.set(lockedGroup, key);
+    }
+    const kept = this.#unwritten.get(uid);
+    this.#unwritten.delete(uid);
+    const input = this.inputOf(facts, peers(), now, runId, kept?.known);
+    return { key, uid, group, lockedGroup, input, kept, trigger: this.#reasons.take(key) };
+  }
+
+  /** The input of a pass over `facts` at `now`, with the task's retry state; takes nothing. */
+  inputOf(
+    facts: TaskFacts,
+    peers: ReadonlyArray<TaskFacts>,
+    now: number,
+    runId: string,
+    known?: KnownResult,
+  ): PassInput {
+    const retry = this.#retry.get(facts.metadata.uid) ?? noRetry;
+    return {
+      task: observe(facts, this.#options.supported),
+      peers: peersOf(facts, peers),
+      now,
+      runId,
+      retries: retry.retries,
+      ...(retry.retryAt === undefined ? {} : { retryAt: retry.retryAt }),
+      ...(known === undefined ? {} : { known }),
+      config: this.#options.config,
+    };
+  }
+
+  /**
+   * The pass calls a handler phase: its key is busy until the pass ends. Admission stays serialised
+   * while Admit runs; past Admit the group is free. Answers the call's id (for `returned`), the group
+   * the pass still holds, and the keys to wake.
+   */
+  calling(
+    hold: PassHold,
+    phase: Phase,
+  ): { readonly callId: number; readonly lockedGroup: string | undefined; readonly wake: Wake[] } {
+    this.#callSerial += 1;
+    const callId = this.#callSerial;
+    this.#busy.set(hold.key, {
+      id: callId,
+      key: hold.key,
+      uid: hold.uid,
+      phase,
+      group: hold.group,
+      returned: false,
+    });
+    if (phase === "admit") return { callId, lockedGroup: hold.lockedGroup, wake: [] };
+    return { callId, lockedGroup: undefined, wake: this.#unlock(hold.lockedGroup, hold.key) };
+  }
+
+  /**
+   * A handler call returned. `current`: its pass goes on (write the result). Otherwise the call was
+   * orphaned by a deletion: its result is for nobody and must be discarded; its group is free now.
+   */
+  returned(hold: PassHold, callId: number): { readonly current: boolean; readonly wake: Wake[] } {
+    const call = this.#busy.get(hold.key);
+    if (call !== undefined && call.id === callId) {
+      call.returned = true;
+      return { current: true, wake: [] };
+    }
+    // Orphaned (or forgotten in a crash of the simulation): nobody waits for this result.
+    this.#orphans.delete(callId);
+    return { current: false, wake: this.#wakeDeferred() };
+  }
+
+  /** The pass ended with `end`. `exists`: the task is still there. Answers the keys to wake. */
+  ended(hold: PassHold, end: PassEnd, now: number, exists: boolean): Wake[] {
+    const next = nextRetryState(this.#retry.get(hold.uid) ?? noRetry, end, now);
+    // Most tasks have nothing to remember (settled, or waiting without errors): keep no entry.
+    if (next === noRetry || !exists) this.#retry.delete(hold.uid);
+    else this.#retry.set(hold.uid, next);
+    if (end._tag === "RequeueAfter") this.#reasons.timer(hold.key, end.reason);
+    return this.#free(hold);
+  }
+
+  /** The pass stopped short (a write failed): keep its unwritten result and back off. */
+  stopped(
+    hold: PassHold,
+    kept: K | undefined,
+    exists: boolean,
+  ): { readonly delayMs: number; readonly wake: Wake[] } {
+    const { config } = this.#options;
+    const previous = this.#retry.get(hold.uid) ?? noRetry;
+    if (exists) {
+      if (kept !== undefined) this.#unwritten.set(hold.uid, kept);
+      this.#retry.set(hold.uid, { retries: previous.retries + 1 });
+    }
+    this.#reasons.timer(hold.key, "backoff");
+    const delayMs = Math.max(config.minRequeueMs, backoffDelayMs(config, previous.retries));
+    return { delayMs, wake: this.#free(hold) };
+  }
+
+  /** The pass found its task gone. */
+  gone(hold: PassHold): Wake[] {
+    this.#forget(hold.uid);
+    return this.#free(hold);
+  }
+
+  /**
+   * Our write removed the task's last finalizer while it was being deleted: the object is gone even if
+   * the watch has not said so; no later pass may act on the cached copy.
+   */
+  release(uid: string): void {
+    this.#released.add(uid);
+  }
+
+  /**
+   * A task changed (a watch event, or our own write's result): answers whom to wake, and a handler call
+   * in flight that the task's deletion orphaned.
+   */
+  changed(change: TaskChange): ChangeAnswer {
+    const { facts, type } = change;
+    const key = taskKeyOf(facts);
+    const uid = facts.metadata.uid;
+    const group = groupKeyOf(facts);
+    const wake: Wake[] = [];
+    let orphaned: number | undefined;
+    if (type === "DELETED" || facts.metadata.deletionTimestamp !== undefined) {
+      const call = this.#busy.get(key);
+      if (call !== undefined && call.uid === uid && call.phase !== "cleanup" && !call.returned) {
+        orphaned = call.id;
+        this.#orphan(call, wake);
+      }
+    }
+    if (type === "DELETED") {
+      this.#forget(uid);
+      this.#released.delete(uid);
+    }
+    const peersMustLook = this.#groups.update(key, type === "DELETED" ? undefined : { group, facts });
+    if (type !== "DELETED" && change.own !== true)
+      wake.push({ key, reason: type === "ADDED" ? "object added" : "object changed" });
+    if (peersMustLook && group !== undefined)
+      for (const peer of this.#groups.unfinishedMembers(group))
+        if (peer !== key) wake.push({ key: peer, reason: "peer changed" });
+    for (const { key: woken, reason } of wake) this.#reasons.note(woken, reason);
+    return orphaned === undefined ? { wake } : { wake, orphaned };
+  }
+
+  /** The unfinished tasks of a group (a change of the object that names the group wakes them). */
+  unfinishedOf(group: string): ReadonlyArray<string> {
+    return this.#groups.unfinishedMembers(group);
+  }
+
+  /** Keys of a group's tasks (for the peers of an admission). */
+  membersOf(group: string): ReadonlyArray<string> {
+    return this.#groups.members(group);
+  }
+
+  isBusy(key: string): boolean {
+    return this.#busy.has(key);
+  }
+
+  isDeferred(key: string): boolean {
+    return this.#deferred.has(key);
+  }
+
+  /** The results kept for later passes (a crash loses them: the simulation marks their calls). */
+  unwrittenResults(): ReadonlyArray<K> {
+    return [...this.#unwritten.values()];
+  }
+
+  /** Whether a result is kept for this task. */
+  keeps(uid: string): boolean {
+    return this.#unwritten.has(uid);
+  }
+
+  /** Per-task entries kept (retry state, unwritten results, released tasks). */
+  get remembered(): number {
+    return this.#retry.size + this.#unwritten.size + this.#released.size;
+  }
+
+  /** Handler calls in flight: passes waiting for one (or resumed after it), and orphaned ones. */
+  get callsInFlight(): number {
+    return this.#busy.size + this.#orphans.size;
+  }
+
+  /** Calls of deleted tasks still running (their groups stay busy until they end). */
+  get orphanedCalls(): number {
+    return this.#orphans.size;
+  }
+
+  /** The task is gone: its call (if any) keeps its group busy until it ends; its key is free now. */
+  #orphan(call: Call, wake: Wake[]): void {
+    this.#busy.delete(call.key);
+    this.#deferred.delete(call.key);
+    if (call.group !== undefined) this.#orphans.set(call.id, call);
+    for (const [group, holder] of this.#groupLocks)
+      if (holder === call.key) wake.push(...this.#unlock(group, call.key));
+    wake.push({ key: call.key, reason: "object changed" });
+  }
+
+  #orphanHolds(group: string): boolean {
+    for (const call of this.#orphans.values()) if (call.group === group) return true;
+    return false;
+  }
+
+  #forget(uid: string): void {
+    this.#retry.delete(uid);
+    this.#unwritten.delete(uid);
+  }
+
+  #free(hold: PassHold): Wake[] {
+    this.#busy.delete(hold.key);
+    return this.#unlock(hold.lockedGroup, hold.key);
+  }
+
+  /** Frees `group` if `key` holds it; answers the deferred keys that may run now. */
+  #unlock(group: string | undefined, key: string): Wake[] {
+    if (group !== undefined && this.#groupLocks.get(group) === key) this.#groupLocks.delete(group);
+    return this.#wakeDeferred();
+  }
+
+  #wakeDeferred(): Wake[] {
+    const wake: Wake[] = [];
+    for (const waiting of this.#deferred) {
+      if (this.#busy.has(waiting)) continue;
+      this.#deferred.delete(waiting);
+      this.#reasons.note(waiting, "deferred");
+      wake.push({ key: waiting, reason: "deferred" });
+    }
+    return wake;
+  }
+}
