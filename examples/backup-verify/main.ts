@@ -3,7 +3,7 @@
  * CRD applied (`kubectl apply -f examples/backup-verify/crd.yaml`). Watches every namespace, or the
  * comma-separated `NAMESPACES`; stops cleanly on SIGTERM/SIGINT.
  */
-import { runTaskController } from "../../src/index.ts";
+import { runTaskController } from "opstask";
 import { backupVerificationKind } from "./backup-verification.ts";
 import { httpDownloaderLayer } from "./downloader-http.ts";
 import { handlers } from "./handlers.ts";

@@ -33,7 +33,10 @@ export const boundedInt32 = (limits: DefaultedIntLimits) =>
  * An int32 with a lower bound (`minimum`); an absent key decodes to `limits.default`. The `default`
  * (and a `description`) are annotations too, so a CRD generated from the schema declares them.
  */
-export const int32WithDefault = (limits: DefaultedIntLimits, annotations?: { readonly description?: string }) =>
+export const int32WithDefault = (
+  limits: DefaultedIntLimits,
+  annotations?: { readonly description?: string },
+) =>
   boundedInt32(limits)
     .annotate({ ...annotations, default: limits.default })
     .pipe(Schema.withDecodingDefaultKey(Effect.succeed(limits.default)));

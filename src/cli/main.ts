@@ -4,6 +4,7 @@
  *   controller   run the EtcdOpsTask controller against a cluster
  *   dev          start a local control plane and run the controller on it (no cluster needed)
  *   machine      print the task lifecycle machine (json | mermaid | dot | svg)
+ *   crd          print the CRD a module exports (taskCrd's result) as YAML
  *   snapshot, maintain, get, describe, wait   the task CLI (src/cli/task; also `kubectl opstask`)
  */
 import { readFile } from "node:fs/promises";
@@ -21,6 +22,7 @@ Commands:
   get          list tasks (-A: all namespaces, -w: watch)
   describe     explain why a task is where it is
   wait         follow a task until it ends (exit 0 on Succeeded, 1 on Failed/Rejected)
+  crd          print a task kind's CRD: crd --module <file> --export <name> (a taskCrd(...) result)
   version      print the version (also --version)
 `;
 
@@ -42,6 +44,7 @@ const commands: Record<string, Command> = {
   controller: async (argv) => (await import("./controller-command.ts")).controllerCommand(argv),
   dev: async (argv) => (await import("./dev-command.ts")).devCommand(argv),
   machine: async (argv) => (await import("./machine-command.ts")).machineCommand(argv),
+  crd: async (argv) => (await import("./crd-command.ts")).crdCommand(argv),
   ...Object.fromEntries(taskCommandNames.map((name) => [name, task(name)])),
 };
 

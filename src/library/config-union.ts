@@ -61,7 +61,12 @@ const membersJsonSchema = (members: ConfigMembers) =>
         properties[name] = document.schema;
         Object.assign($defs, document.definitions);
       }
-      return { properties, minProperties: 1, maxProperties: 1, ...(Object.keys($defs).length > 0 ? { $defs } : {}) };
+      return {
+        properties,
+        minProperties: 1,
+        maxProperties: 1,
+        ...(Object.keys($defs).length > 0 ? { $defs } : {}),
+      };
     },
   });
 
@@ -131,7 +136,5 @@ export const configUnion = <const M extends ConfigMembers>(
   return Schema.Record(Schema.String, Schema.Unknown)
     .annotate({ ...annotations })
     .check(membersJsonSchema(members))
-    .pipe(
-    Schema.decodeTo(decoded, SchemaTransformation.transformEffect({ decode, encode })),
-  );
+    .pipe(Schema.decodeTo(decoded, SchemaTransformation.transformEffect({ decode, encode })));
 };

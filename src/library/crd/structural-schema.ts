@@ -81,10 +81,13 @@ class Converter {
     if (isObject(node.$defs)) Object.assign(this.definitions, node.$defs);
     const ref = node.$ref;
     if (typeof ref === "string") {
-      const name = decodeURIComponent(ref.replace(/^#\/\$defs\//, "")).replaceAll("~1", "/").replaceAll("~0", "~");
+      const name = decodeURIComponent(ref.replace(/^#\/\$defs\//, ""))
+        .replaceAll("~1", "/")
+        .replaceAll("~0", "~");
       const target = this.definitions[name];
       if (target === undefined) this.errors.push(`${path}: unresolved ${ref}`);
-      else if (seen.includes(name)) this.errors.push(`${path}: recursive schema ${name} has no structural form`);
+      else if (seen.includes(name))
+        this.errors.push(`${path}: recursive schema ${name} has no structural form`);
       else this.mergeInto(out, target, path, [...seen, name]);
     }
     this.mergeType(out, node, path);
@@ -98,10 +101,14 @@ class Converter {
       out[key] = tighter(out[key], value, pick);
     }
     this.mergeNumbers(out, node);
-    for (const key of kubernetesKeys) if (node[key] !== undefined) (out as Record<string, unknown>)[key] = node[key];
+    for (const key of kubernetesKeys)
+      if (node[key] !== undefined) (out as Record<string, unknown>)[key] = node[key];
     const rules = node["x-kubernetes-validations"];
     if (Array.isArray(rules)) {
-      out["x-kubernetes-validations"] = [...(out["x-kubernetes-validations"] ?? []), ...(rules as Array<CelRule>)];
+      out["x-kubernetes-validations"] = [
+        ...(out["x-kubernetes-validations"] ?? []),
+        ...(rules as Array<CelRule>),
+      ];
     }
     if (isObject(node.properties)) {
       const properties: Record<string, OpenApiSchema> = { ...out.properties };
@@ -153,8 +160,13 @@ class Converter {
       if (out.format === undefined) out.format = "int64";
       return;
     }
-    if (typeof node.minimum === "number") out.minimum = tighter(out.minimum, node.minimum, Math.max);
-    if (typeof node.maximum === "number") out.maximum = tighter(out.maximum, node.maximum, Math.min);
+    // The safe-integer bounds of isInt say "exact in a JS number", not a limit the author chose.
+    if (typeof node.minimum === "number" && node.minimum !== SafeIntRange.minimum) {
+      out.minimum = tighter(out.minimum, node.minimum, Math.max);
+    }
+    if (typeof node.maximum === "number" && node.maximum !== SafeIntRange.maximum) {
+      out.maximum = tighter(out.maximum, node.maximum, Math.min);
+    }
     if (typeof node.exclusiveMinimum === "number") {
       out.minimum = tighter(out.minimum, node.exclusiveMinimum, Math.max);
       out.exclusiveMinimum = true;

@@ -9,7 +9,7 @@
  *   only the controller writes it;
  * - printer columns State, the kind's own columns, Age, and Phase (wide).
  */
-import * as Schema from "effect/Schema";
+import type * as Schema from "effect/Schema";
 import type { OpenApiSchema } from "../../api/crd/openapi.ts";
 import { TaskStatusSchema } from "../../api/status-schema.ts";
 import type { TaskKind } from "../../reconcile/task-kind.ts";
@@ -66,7 +66,8 @@ export type TaskCrdResult =
   | { readonly ok: true; readonly crd: CustomResourceDefinition }
   | { readonly ok: false; readonly errors: ReadonlyArray<string> };
 
-const statusDescription = "Written by the controller only: the task's lifecycle state, last operation and errors.";
+const statusDescription =
+  "Written by the controller only: the task's lifecycle state, last operation and errors.";
 
 /** Each spec field gets druid's transition rule, unless it is listed as mutable. */
 const immutableFields = (spec: OpenApiSchema, mutable: ReadonlyArray<string>): OpenApiSchema => {
@@ -95,9 +96,14 @@ export const taskCrd = (
 ): TaskCrdResult => {
   const specSchema = structuralSchema(spec, "spec");
   const statusSchema = structuralSchema(TaskStatusSchema, "status");
-  const errors = [...(specSchema.ok ? [] : specSchema.errors), ...(statusSchema.ok ? [] : statusSchema.errors)];
+  const errors = [
+    ...(specSchema.ok ? [] : specSchema.errors),
+    ...(statusSchema.ok ? [] : statusSchema.errors),
+  ];
   if (!specSchema.ok || !statusSchema.ok) return { ok: false, errors };
-  const unknownMutable = (options.mutableFields ?? []).filter((name) => !(name in (specSchema.schema.properties ?? {})));
+  const unknownMutable = (options.mutableFields ?? []).filter(
+    (name) => !(name in (specSchema.schema.properties ?? {})),
+  );
   if (unknownMutable.length > 0) {
     return { ok: false, errors: unknownMutable.map((name) => `mutableFields: spec has no field ${name}`) };
   }
