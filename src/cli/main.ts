@@ -8,6 +8,7 @@
  *   snapshot, maintain, get, describe, wait   the task CLI (src/cli/task; also `kubectl opstask`)
  */
 import { readFile } from "node:fs/promises";
+import { missingPackage } from "../optional-package.ts";
 import { OptionError } from "./options.ts";
 import { taskCommandNames } from "./task/names.ts";
 
@@ -83,6 +84,11 @@ const main = async (argv: ReadonlyArray<string>): Promise<number> => {
     if (error instanceof OptionError) {
       process.stderr.write(`opstask ${name}: ${error.message}\n`);
       return 2;
+    }
+    const missing = missingPackage(error);
+    if (missing !== undefined) {
+      process.stderr.write(`opstask ${name} needs the optional package ${missing}: npm install ${missing}\n`);
+      return 1;
     }
     throw error;
   }

@@ -13,6 +13,7 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
 import { parse } from "yaml";
+import { importOptional } from "../optional-package.ts";
 import { type Credentials, type KubeClient, type KubeClientSource, makeKubeClient } from "./kube-client.ts";
 import { kubeClientOf } from "./kube-client-node.ts";
 
@@ -162,7 +163,14 @@ const viaClientNode = async (
   where: string,
   load: (kubeConfig: import("@kubernetes/client-node").KubeConfig) => void,
 ): Promise<KubeClient> => {
-  const { KubeConfig } = await import("@kubernetes/client-node");
+  // An optional peer dependency: most controllers never need it (see the file comment).
+  const { KubeConfig } = await importOptional(
+    "@kubernetes/client-node",
+    "This kubeconfig (exec or auth-provider credentials, or a proxy-url)",
+    () => import("@kubernetes/client-node"),
+  ).catch((error: unknown) => {
+    throw new KubeconfigError(`${where}: ${error instanceof Error ? error.message : String(error)}`);
+  });
   const kubeConfig = new KubeConfig();
   try {
     load(kubeConfig);

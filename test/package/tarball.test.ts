@@ -108,6 +108,17 @@ describe("the packed library in a fresh project", () => {
     expect(missing).toEqual([]);
   });
 
+  it("names the optional package a CLI command needs when it is not installed", async () => {
+    const opstask = join(project, "node_modules", ".bin", "opstask");
+    const result = await run(opstask, ["get"], { cwd: project, timeout: 60_000 }).then(
+      () => ({ stderr: "exited 0" }),
+      (error: { readonly stderr?: string }) => ({ stderr: error.stderr ?? String(error) }),
+    );
+    expect(result.stderr).toBe(
+      "opstask get needs the optional package @kubernetes/client-node: npm install @kubernetes/client-node\n",
+    );
+  });
+
   it("runs the operator in simulation", async () => {
     const { stdout } = await run(process.execPath, ["simulation.ts"], { cwd: project, timeout: 60_000 });
     expect(JSON.parse(stdout)).toEqual({
