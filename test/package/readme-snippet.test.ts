@@ -13,7 +13,7 @@ import { repoRoot } from "../support/cluster.ts";
 const run = promisify(execFile);
 
 /** The body of the README's ```ts block; exactly one is expected. */
-export const readmeSnippets = (readme: string): string[] =>
+const readmeSnippets = (readme: string): string[] =>
   [...readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1] ?? "");
 
 // Inside the repository (tmp/ is ignored) so that the package's self-reference resolves.
