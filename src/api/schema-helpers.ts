@@ -58,7 +58,8 @@ export const Rfc3339 = Schema.String.check(
  */
 export const emptyObject = (annotations?: { readonly description?: string }) =>
   Schema.Record(Schema.String, Schema.Unknown)
-    .annotate({ ...annotations })
+    // Its CRD form prunes the contents (as the decoder drops them), rather than preserving them.
+    .annotate({ ...annotations, "x-kubernetes-preserve-unknown-fields": false })
     .pipe(
       Schema.decodeTo(
         Schema.Struct({}),

@@ -6,6 +6,7 @@
  */
 import * as Schema from "effect/Schema";
 import { describe, expect, it } from "vitest";
+import { emptyObject } from "../../src/api/schema-helpers.ts";
 import { configUnion } from "../../src/library/config-union.ts";
 import { celRule, withDefault } from "../../src/library/crd/schema-annotations.ts";
 import { structuralSchema } from "../../src/library/crd/structural-schema.ts";
@@ -89,6 +90,20 @@ describe("structuralSchema", () => {
     expect(schema.properties?.mode).toEqual({ type: "string", enum: ["fast", "safe"] });
     expect(schema.properties?.note).toEqual({ type: "string", nullable: true });
     expect(schema.properties?.ratio).toEqual({ type: "number", minimum: 0, exclusiveMinimum: true });
+  });
+
+  it("keeps the contents of an object without declared fields, unless it says they are dropped", () => {
+    const schema = converted(
+      Schema.Struct({
+        parameters: Schema.Record(Schema.String, Schema.Unknown),
+        marker: emptyObject(),
+      }),
+    );
+    expect(schema.properties?.parameters).toEqual({
+      type: "object",
+      "x-kubernetes-preserve-unknown-fields": true,
+    });
+    expect(schema.properties?.marker).toEqual({ type: "object" });
   });
 
   it("names the path of a union that has no structural form", () => {

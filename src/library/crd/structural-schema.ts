@@ -66,6 +66,14 @@ class Converter {
     const out: Mutable = {};
     this.mergeInto(out, node, path, seen);
     if (out.type === undefined && out.properties !== undefined) out.type = "object";
+    // An object with no declared fields (`Record(String, Unknown)`) keeps what it is given: without
+    // this the apiserver would prune it to {} and the handler would silently get nothing. A schema
+    // that means "any object, contents ignored" says so with preserve-unknown-fields: false.
+    if (out.type === "object" && out.properties === undefined && out.additionalProperties === undefined) {
+      if (out["x-kubernetes-preserve-unknown-fields"] === false)
+        delete out["x-kubernetes-preserve-unknown-fields"];
+      else out["x-kubernetes-preserve-unknown-fields"] = true;
+    }
     if (out.properties !== undefined && typeof out.additionalProperties === "object") {
       this.errors.push(`${path}: properties and additionalProperties together are not structural`);
     }
