@@ -133,15 +133,59 @@ describe("the packed library against a real kube-apiserver", () => {
   const cluster = useControlPlane();
   const resource = { group: "getting-started.opstask.dev", version: "v1alpha1", plural: "greetings" };
 
-  it("applies the CRD `opstask crd` prints and runs a Greeting to Succeeded", async () => {
+  const apiVersion = `${resource.group}/${resource.version}`;
+
+  // The CRD as a user makes it: printed by the installed `opstask crd` from their module.
+  beforeAll(async () => {
     const crdFile = join(project, "crd.yaml");
     const opstask = join(project, "node_modules", ".bin", "opstask");
     await run(opstask, ["crd", "--module", "greeting.ts", "--export", "crd", "-o", crdFile], {
       cwd: project,
       timeout: 60_000,
     });
+    await cluster().applyCrds([crdFile]);
+  }, 120_000);
+
+  it("enforces the generated CRD's rules: exactly one member, defaults, immutable spec", async () => {
+    const kc = cluster().makeKubeConfig();
+    const namespace = await createTestNamespace(kc, "greeting-rules");
+    const api = kc.makeApiClient(CustomObjectsApi);
+    const refusal = (promise: Promise<unknown>) =>
+      promise.then(
+        () => "accepted",
+        (error: unknown) => String(error),
+      );
+    const twoMembers = {
+      apiVersion,
+      kind: "Greeting",
+      metadata: { name: "two" },
+      spec: { config: { hello: { name: "Ada" }, sum: { numbers: [1], expected: 1 } } },
+    };
+    expect(
+      await refusal(api.createNamespacedCustomObject({ ...resource, namespace, body: twoMembers })),
+    ).toMatch(/spec\.config: Too many: 2: must have at most 1 item/);
+    const created = (await api.createNamespacedCustomObject({
+      ...resource,
+      namespace,
+      body: {
+        apiVersion,
+        kind: "Greeting",
+        metadata: { name: "one" },
+        spec: { config: { hello: { name: "Ada" } } },
+      },
+    })) as { readonly spec: { readonly ttlSecondsAfterFinished: number } };
+    expect(created.spec.ttlSecondsAfterFinished).toBe(600);
+    const edit = api.patchNamespacedCustomObject({
+      ...resource,
+      namespace,
+      name: "one",
+      body: [{ op: "replace", path: "/spec/config/hello/name", value: "Grace" }],
+    });
+    expect(await refusal(edit)).toMatch(/config is immutable/);
+  });
+
+  it("runs a Greeting to Succeeded", async () => {
     const plane = cluster();
-    await plane.applyCrds([crdFile]);
     const kc = plane.makeKubeConfig();
     const namespace = await createTestNamespace(kc, "greeting");
     const operator = spawn(process.execPath, ["main.ts"], {
