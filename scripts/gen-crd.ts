@@ -17,7 +17,8 @@ import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { isMap, isScalar, parse, parseDocument, stringify } from "yaml";
 import type { OpenApiSchema } from "../src/api/crd/openapi.ts";
-import { addedConfigOpenApi } from "../src/etcd/api/config/task-config.ts";
+import { addedConfigMembers as addedMemberSchemas } from "../src/etcd/api/config/task-config.ts";
+import { structuralSchema } from "../src/library/crd/structural-schema.ts";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 /** etcd-druid's EtcdOpsTask CRD, the input (vendor/etcd-druid/README.md). */
@@ -26,9 +27,15 @@ export const crdOutDir = join(repoRoot, "deploy/crds");
 export const EtcdOpsTaskCrdFile = "druid.gardener.cloud_etcdopstasks.yaml";
 export const EtcdCrdFile = "druid.gardener.cloud_etcds.yaml";
 
-/** The `spec.config` members opstask adds to druid's union (their list is the config union's, src/etcd/api/config/task-config.ts). */
-export const addedConfigMembers: ReadonlyArray<readonly [string, OpenApiSchema]> =
-  Object.entries(addedConfigOpenApi);
+const addedMembers = addedMemberSchemas.map(
+  ([name, body]) => [name, structuralSchema(body, `spec.config.${name}`)] as const,
+);
+/** Why a member has no structural schema (empty when all convert). */
+const addedMemberErrors = addedMembers.flatMap(([, result]) => (result.ok ? [] : result.errors));
+/** The `spec.config` members opstask adds to druid's union, as CRD fragments from the schemas the controller decodes with. */
+export const addedConfigMembers: ReadonlyArray<readonly [string, OpenApiSchema]> = addedMembers.flatMap(
+  ([name, result]) => (result.ok ? [[name, result.schema] as const] : []),
+);
 
 /** Path of the config union's `properties` in the CRD document. */
 const configPropertiesPath = [
@@ -83,6 +90,7 @@ const expectedDocument = (druidText: string): unknown => {
 
 /** opstask's EtcdOpsTask CRD from druid's CRD text. */
 export const generateEtcdOpsTaskCrd = (druidText: string): Generated => {
+  if (addedMemberErrors.length > 0) return { ok: false, error: addedMemberErrors.join("; ") };
   const document = parseDocument(druidText);
   if (document.errors.length > 0)
     return { ok: false, error: `druid's CRD does not parse: ${document.errors[0]?.message}` };

@@ -4,11 +4,12 @@
  * for any task resource an operator defines.
  *
  * Two levels, as in kube-rs:
- * - easy: `defineTaskKind` + handlers + `runTaskController`, and `simulate` for tests;
+ * - easy: `defineTaskKind` + handlers + `runTaskController`, and `simulate` (opstask/testing) for tests;
  * - hard: the parts underneath — `runController` and the Kubernetes interpreter, the pass protocol
  *   (`start`/`answer`/`drive`: one reconcile pass as requests and answers), the per-key scheduler
- *   (`TaskScheduler`), the effect union, the pure lifecycle machine, and the memory interpreter
- *   (`SimulatedController`, `MemoryApiServer`, `FakeClock`).
+ *   (`TaskScheduler`), the effect union, the pure lifecycle machine.
+ * Tests import `simulate` and the memory interpreter (`SimulatedController`, `MemoryApiServer`,
+ * `FakeClock`) from `opstask/testing` (src/testing.ts); CRD generation is `opstask/crd` (src/crd.ts).
  */
 
 // ---- the vocabulary: handlers, outcomes, task kinds, status --------------------------------------
@@ -44,18 +45,6 @@ export {
   kubernetesLayer,
 } from "./interpreters/kubernetes/layer.ts";
 export { TaskWriter } from "./interpreters/kubernetes/task-writer.ts";
-// ---- hard level: the memory interpreter ------------------------------------------------------------
-export { MemoryApiServer, type WatchEvent } from "./interpreters/memory/api-server.ts";
-export { FakeClock } from "./interpreters/memory/clock.ts";
-export {
-  type Behaviour,
-  type HandlerCall,
-  type PassRecord,
-  type RecordedEvent,
-  SimulatedController,
-  type SimulatedControllerOptions,
-  type WriteRecord,
-} from "./interpreters/memory/controller.ts";
 export type { JsonObject, JsonValue } from "./interpreters/memory/merge-patch.ts";
 export { KubeError } from "./kube/errors.ts";
 export type { KubeClient } from "./kube/kube-client.ts";
@@ -90,19 +79,6 @@ export {
   type TaskControllerOptions,
 } from "./library/run-task-controller.ts";
 export type { ServicesOption } from "./library/services-option.ts";
-export {
-  type CallContext,
-  type Hang,
-  hang,
-  type SimulateBaseOptions,
-  type SimulatedHandler,
-  type SimulatedPhase,
-  type SimulatedResult,
-  type SimulateOptions,
-  type Simulation,
-  simulate,
-  type TaskManifest,
-} from "./library/simulate.ts";
 export { machineVersion, type TaskMachine, taskMachine } from "./machine/task-machine.ts";
 export type {
   DuplicatePolicy,

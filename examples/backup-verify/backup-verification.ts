@@ -1,11 +1,11 @@
 /**
  * The BackupVerification task resource (`examples.opstask.dev/v1alpha1`, crd.yaml beside this file)
- * and its `TaskKind`. The schema mirrors the CRD, defaults included, so an object from the cluster and
- * one built in a test decode alike.
+ * and its `TaskKind`. The CRD is generated from this schema (crd.ts), defaults included, so an object
+ * from the cluster and one built in a test decode alike.
  */
-import * as Effect from "effect/Effect";
 import * as Schema from "effect/Schema";
-import { configMember, configUnion, defineTaskKind, ObjectMeta, TaskStatusSchema } from "../../src/index.ts";
+import { configMember, configUnion, defineTaskKind, ObjectMeta, TaskStatusSchema } from "opstask";
+import { withDefault } from "opstask/crd";
 
 export const Group = "examples.opstask.dev";
 export const Version = "v1alpha1";
@@ -14,32 +14,44 @@ export const Kind = "BackupVerification";
 export const Plural = "backupverifications";
 export const Finalizer = "examples.opstask.dev/backup-verification";
 
-const positiveInt32 = (fallback: number) =>
+/** A positive int32 that decodes to `fallback` when absent; the CRD declares the same default. */
+const positiveInt32 = (fallback: number, description: string) =>
   Schema.Number.check(Schema.isInt32(), Schema.isGreaterThanOrEqualTo(1)).pipe(
-    Schema.withDecodingDefaultKey(Effect.succeed(fallback)),
+    withDefault(fallback, { description }),
   );
 
 /** `spec.config.checksum`: download `url`, compare its SHA-256. */
 export const ChecksumConfig = Schema.Struct({
-  url: Schema.String.check(Schema.isPattern(/^https?:\/\//, { expected: "an http:// or https:// URL" })),
+  // The `u` flag lets the pattern into the CRD (JSON Schema patterns are Unicode-aware).
+  url: Schema.String.check(Schema.isPattern(/^https?:\/\//u, { expected: "an http:// or https:// URL" })),
   expectedSha256: Schema.String.check(
-    Schema.isPattern(/^[0-9a-f]{64}$/, { expected: "64 lowercase hex digits" }),
-  ),
-  timeoutSeconds: positiveInt32(30),
-});
+    Schema.isPattern(/^[0-9a-f]{64}$/u, { expected: "64 lowercase hex digits" }),
+  ).annotate({ description: "64 lowercase hex digits." }),
+  timeoutSeconds: positiveInt32(30, "Bound of one download attempt."),
+}).annotate({ description: "Download url and compare its SHA-256 with expectedSha256." });
 
-export const VerificationConfig = configUnion({ checksum: ChecksumConfig });
+export const VerificationConfig = configUnion(
+  { checksum: ChecksumConfig },
+  { description: "What to verify; exactly one member." },
+);
+
+export const BackupVerificationSpec = Schema.Struct({
+  backupName: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "The backup this task verifies. Verifications of one backup in one namespace run one\n" +
+        "at a time; a later one is rejected (or queued, with --duplicate-policy queue).",
+    }),
+  ),
+  ttlSecondsAfterFinished: positiveInt32(3600, "Seconds a finished task is kept before it is deleted."),
+  config: VerificationConfig,
+});
 
 export const BackupVerificationSchema = Schema.Struct({
   apiVersion: Schema.optionalKey(Schema.Literal(ApiVersion)),
   kind: Schema.optionalKey(Schema.Literal(Kind)),
   metadata: ObjectMeta,
-  spec: Schema.Struct({
-    /** Verifications of one backup are admitted one at a time. */
-    backupName: Schema.optionalKey(Schema.String),
-    ttlSecondsAfterFinished: positiveInt32(3600),
-    config: VerificationConfig,
-  }),
+  spec: BackupVerificationSpec,
   status: Schema.optionalKey(TaskStatusSchema),
 });
 

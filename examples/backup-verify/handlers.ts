@@ -5,7 +5,7 @@
  * (ERR_DOWNLOAD_BACKUP). Execute only reads, so running it again is harmless (at-least-once).
  */
 import * as Effect from "effect/Effect";
-import { completed, failed, type HandlerRegistry, retry, type TaskHandler } from "../../src/index.ts";
+import { completed, failed, type HandlerRegistry, retry, type TaskHandler } from "opstask";
 import type { BackupVerification } from "./backup-verification.ts";
 import { BackupDownloader, type DownloadError } from "./downloader.ts";
 

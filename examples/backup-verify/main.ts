@@ -1,9 +1,10 @@
 /**
- * The backup-verify operator as a process: `node examples/backup-verify/main.ts` (Node 24) with the
- * CRD applied (`kubectl apply -f examples/backup-verify/crd.yaml`). Watches every namespace, or the
- * comma-separated `NAMESPACES`; stops cleanly on SIGTERM/SIGINT.
+ * The backup-verify operator as a process, with the CRD applied (`kubectl apply -f
+ * examples/backup-verify/crd.yaml`): `node --conditions=opstask-source examples/backup-verify/main.ts`
+ * (Node 24; the condition resolves "opstask" to this repository's src/). Watches every namespace, or
+ * the comma-separated `NAMESPACES`; stops cleanly on SIGTERM/SIGINT.
  */
-import { runTaskController } from "../../src/index.ts";
+import { runTaskController } from "opstask";
 import { backupVerificationKind } from "./backup-verification.ts";
 import { httpDownloaderLayer } from "./downloader-http.ts";
 import { handlers } from "./handlers.ts";

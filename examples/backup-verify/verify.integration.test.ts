@@ -6,8 +6,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { CustomObjectsApi, EventsV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { runTaskController, type TaskController, type TaskStatus } from "opstask";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runTaskController, type TaskController, type TaskStatus } from "../../src/index.ts";
 import { createTestNamespace, useControlPlane } from "../../test/support/cluster.ts";
 import { waitFor } from "../../test/support/wait.ts";
 import {

@@ -6,8 +6,9 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as Effect from "effect/Effect";
+import { completed, failed, promiseHandler } from "opstask";
+import { simulate } from "opstask/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { completed, failed, promiseHandler, simulate } from "../../src/index.ts";
 import { type BackupVerification, backupVerificationKind, Kind } from "./backup-verification.ts";
 import { BackupDownloader } from "./downloader.ts";
 import { httpDownloaderLayer } from "./downloader-http.ts";

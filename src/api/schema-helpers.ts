@@ -29,9 +29,17 @@ export const Int64 = Schema.Number.check(
 export const boundedInt32 = (limits: DefaultedIntLimits) =>
   Schema.Number.check(Schema.isInt32(), Schema.isGreaterThanOrEqualTo(limits.minimum));
 
-/** An int32 with a lower bound (`minimum`); an absent key decodes to `limits.default`. */
-export const int32WithDefault = (limits: DefaultedIntLimits) =>
-  boundedInt32(limits).pipe(Schema.withDecodingDefaultKey(Effect.succeed(limits.default)));
+/**
+ * An int32 with a lower bound (`minimum`); an absent key decodes to `limits.default`. The `default`
+ * (and a `description`) are annotations too, so a CRD generated from the schema declares them.
+ */
+export const int32WithDefault = (
+  limits: DefaultedIntLimits,
+  annotations?: { readonly description?: string },
+) =>
+  boundedInt32(limits)
+    .annotate({ ...annotations, default: limits.default })
+    .pipe(Schema.withDecodingDefaultKey(Effect.succeed(limits.default)));
 
 /**
  * RFC 3339 date-time (`format: date-time`), as the apiserver writes it: `2024-05-01T10:00:00Z`, with
@@ -41,19 +49,24 @@ export const int32WithDefault = (limits: DefaultedIntLimits) =>
 export const Rfc3339Pattern = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 export const Rfc3339 = Schema.String.check(
   Schema.isPattern(Rfc3339Pattern, { expected: "an RFC 3339 date-time such as 2024-05-01T10:00:00Z" }),
-);
+).annotate({ format: "date-time" });
 
 /**
  * A JSON object with no declared properties (CRD `type: object` without `properties`): any object is
  * accepted and decodes to `{}` (the apiserver prunes unknown fields the same way); scalars, arrays and
  * null are rejected.
  */
-export const EmptyObject = Schema.Record(Schema.String, Schema.Unknown).pipe(
-  Schema.decodeTo(
-    Schema.Struct({}),
-    SchemaTransformation.transform({ decode: () => ({}), encode: () => ({}) }),
-  ),
-);
+export const emptyObject = (annotations?: { readonly description?: string }) =>
+  Schema.Record(Schema.String, Schema.Unknown)
+    // Its CRD form prunes the contents (as the decoder drops them), rather than preserving them.
+    .annotate({ ...annotations, "x-kubernetes-preserve-unknown-fields": false })
+    .pipe(
+      Schema.decodeTo(
+        Schema.Struct({}),
+        SchemaTransformation.transform({ decode: () => ({}), encode: () => ({}) }),
+      ),
+    );
+export const EmptyObject = emptyObject();
 
 /** Compile-time assertion helpers: `Assignable<A, B>` only type-checks when `A` is assignable to `B`. */
 export type Assignable<A extends B, B> = [A, B];

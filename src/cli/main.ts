@@ -4,10 +4,12 @@
  *   controller   run the EtcdOpsTask controller against a cluster
  *   dev          start a local control plane and run the controller on it (no cluster needed)
  *   machine      print the task lifecycle machine (json | mermaid | dot | svg)
+ *   crd          print the CRD a module exports (taskCrd's result) as YAML
  *   snapshot, maintain, get, describe, wait, delete   the task CLI (src/cli/task; also `kubectl opstask`)
  *   completion   a bash or zsh completion script
  */
 import { readFile } from "node:fs/promises";
+import { missingPackage } from "../optional-package.ts";
 import { OptionError } from "./options.ts";
 import { taskCommandNames } from "./task/names.ts";
 
@@ -22,6 +24,7 @@ Commands:
   get          list tasks: get [NAME…] [-o json|yaml|name|wide] [-l SELECTOR] [-A] [-w]
   describe     explain why a task is where it is
   wait         follow a task until it ends (exit 0 on Succeeded, 1 on Failed/Rejected)
+  crd          print a task kind's CRD: crd --module <file> --export <name> (a taskCrd(...) result)
   version      print the version (also --version)
   delete       delete tasks: delete NAME… | -l SELECTOR
   completion   print a shell completion script: completion bash|zsh
@@ -48,6 +51,7 @@ const commands: Record<string, Command> = {
   dev: async (argv) => (await import("./dev-command.ts")).devCommand(argv),
   machine: async (argv) => (await import("./machine-command.ts")).machineCommand(argv),
   completion: async (argv) => (await import("./completion-command.ts")).completionCommand(argv),
+  crd: async (argv) => (await import("./crd-command.ts")).crdCommand(argv),
   ...Object.fromEntries(taskCommandNames.map((name) => [name, task(name)])),
 };
 
@@ -86,6 +90,11 @@ const main = async (argv: ReadonlyArray<string>): Promise<number> => {
     if (error instanceof OptionError) {
       process.stderr.write(`opstask ${name}: ${error.message}\n`);
       return 2;
+    }
+    const missing = missingPackage(error);
+    if (missing !== undefined) {
+      process.stderr.write(`opstask ${name} needs the optional package ${missing}: npm install ${missing}\n`);
+      return 1;
     }
     throw error;
   }

@@ -15,6 +15,7 @@
  */
 import type { StatelyInspectionEvent } from "@statelyai/inspect";
 import { taskMachine } from "../machine/task-machine.ts";
+import { importOptional } from "../optional-package.ts";
 import type { Pass } from "../reconcile/pass.ts";
 import type { ControllerObserver } from "../runtime/metrics.ts";
 import { finalSnapshot, type InspectedSnapshot, passEvents, startSnapshot } from "./pass-messages.ts";
@@ -91,7 +92,11 @@ export const startStatelyInspector = async (
       process.emitWarning(`Stately inspector: ${error instanceof Error ? error.message : String(error)}`);
     });
 
-  const { createInspector } = await import("@statelyai/inspect");
+  const { createInspector } = await importOptional(
+    "@statelyai/inspect",
+    "The Stately inspector",
+    () => import("@statelyai/inspect"),
+  );
   let relay: Relay | undefined;
   if (startRelay) {
     const { startRelay: listen } = await import("./relay.ts");

@@ -4,17 +4,26 @@
  * and headers of each one. Only types are imported from client-node: the caller already loaded it.
  */
 import type { RequestOptions } from "node:https";
-import type { KubeConfig } from "@kubernetes/client-node";
 import { isKubeClient, type KubeClient, makeKubeClient } from "./kube-client.ts";
 
+/**
+ * The two methods of a client-node `KubeConfig` used here. Structural rather than client-node's own
+ * type, so that opstask's public types do not load client-node's (which need `ws`'s types: TS7016
+ * for every user who type-checks libraries).
+ */
+export interface KubeConfigLike {
+  getCurrentCluster(): { readonly server: string } | null;
+  applyToHTTPSOptions(options: RequestOptions): Promise<void>;
+}
+
 /** What the controller accepts as its cluster: opstask's lean client, or a client-node KubeConfig. */
-export type KubeAccess = KubeClient | KubeConfig;
+export type KubeAccess = KubeClient | KubeConfigLike;
 
 const asBuffer = (value: unknown): Buffer | undefined =>
   Buffer.isBuffer(value) ? value : typeof value === "string" ? Buffer.from(value) : undefined;
 
 /** One client per KubeConfig and field manager, so that its requests share connections. */
-const clients = new WeakMap<KubeConfig, Map<string | undefined, KubeClient>>();
+const clients = new WeakMap<KubeConfigLike, Map<string | undefined, KubeClient>>();
 
 /** `fieldManager`: see `KubeClientSource` (default `opstask`); a `KubeClient` keeps its own. */
 export const kubeClientOf = (access: KubeAccess, fieldManager?: string): KubeClient => {

@@ -18,6 +18,7 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
 import { parse, YAMLParseError } from "yaml";
+import { importOptional } from "../optional-package.ts";
 import { type Credentials, type KubeClient, type KubeClientSource, makeKubeClient } from "./kube-client.ts";
 import { kubeClientOf } from "./kube-client-node.ts";
 
@@ -223,7 +224,14 @@ const viaClientNode = async (
   load: (kubeConfig: import("@kubernetes/client-node").KubeConfig) => void,
   selection: KubeconfigSelection,
 ): Promise<KubeTarget> => {
-  const { KubeConfig } = await import("@kubernetes/client-node");
+  // An optional peer dependency: most controllers never need it (see the file comment).
+  const { KubeConfig } = await importOptional(
+    "@kubernetes/client-node",
+    "This kubeconfig (exec or auth-provider credentials)",
+    () => import("@kubernetes/client-node"),
+  ).catch((error: unknown) => {
+    throw new KubeconfigError(`${where}: ${error instanceof Error ? error.message : String(error)}`);
+  });
   const kubeConfig = new KubeConfig();
   try {
     load(kubeConfig);

@@ -8,6 +8,7 @@
  * wedge). A declared member with an invalid body fails with errors under `<member>.<field>`.
  */
 import * as Effect from "effect/Effect";
+import type * as JsonSchema from "effect/JsonSchema";
 import * as Schema from "effect/Schema";
 import type * as SchemaAST from "effect/SchemaAST";
 import * as SchemaIssue from "effect/SchemaIssue";
@@ -43,8 +44,40 @@ export const configMember = (config: { readonly kind: string }): string =>
     ? config.member
     : config.kind;
 
-/** The schema of a one-member config union; use it as `spec.config` in the task's schema. */
-export const configUnion = <const M extends ConfigMembers>(members: M) => {
+/**
+ * The JSON Schema of the wire form: each member as a property, exactly one present (a CRD's
+ * `minProperties`/`maxProperties`, as druid's `spec.config`). Only JSON Schema generation reads it;
+ * the decoder enforces the same rule with a message naming the members.
+ */
+const membersJsonSchema = (members: ConfigMembers) =>
+  Schema.makeFilter<WireConfig>(() => undefined, {
+    toJsonSchema: () => {
+      const $defs: Record<string, JsonSchema.JsonSchema> = {};
+      const properties: Record<string, JsonSchema.JsonSchema> = {};
+      for (const [name, schema] of Object.entries(members)) {
+        const document = Schema.toJsonSchemaDocument(schema, {
+          includeAnnotationKey: (key) => key.startsWith("x-kubernetes-"),
+        });
+        properties[name] = document.schema;
+        Object.assign($defs, document.definitions);
+      }
+      return {
+        properties,
+        minProperties: 1,
+        maxProperties: 1,
+        ...(Object.keys($defs).length > 0 ? { $defs } : {}),
+      };
+    },
+  });
+
+/**
+ * The schema of a one-member config union; use it as `spec.config` in the task's schema. The
+ * `description` is the CRD's description of `spec.config`.
+ */
+export const configUnion = <const M extends ConfigMembers>(
+  members: M,
+  annotations?: { readonly description?: string },
+) => {
   const known = (member: string) => (Object.hasOwn(members, member) ? members[member] : undefined);
   const expected = `one of ${Object.keys(members).sort().join(", ")}`;
 
@@ -100,7 +133,8 @@ export const configUnion = <const M extends ConfigMembers>(members: M) => {
   const decoded = Schema.declare((input: unknown): input is ConfigOf<M> => isLooseConfig(input), {
     expected: `a config (${expected})`,
   });
-  return Schema.Record(Schema.String, Schema.Unknown).pipe(
-    Schema.decodeTo(decoded, SchemaTransformation.transformEffect({ decode, encode })),
-  );
+  return Schema.Record(Schema.String, Schema.Unknown)
+    .annotate({ ...annotations })
+    .check(membersJsonSchema(members))
+    .pipe(Schema.decodeTo(decoded, SchemaTransformation.transformEffect({ decode, encode })));
 };

@@ -23,11 +23,14 @@ export const describe = {
     `${type} is in state ${state} for task ${task}`,
 } as const;
 
+/** "an EtcdOpsTask" (druid's text) but "a CacheFlush": the article by the word's first letter. */
+const withArticle = (word: string): string => `${/^[aeiou]/i.test(word) ? "an" : "a"} ${word}`;
+
 export const lifecycleErrors = {
   duplicate: (words: Vocabulary, namespace: string, group: string, peer: PeerTask): TaskError => ({
     code: "ERR_DUPLICATE_TASK",
     message: "duplicate task found",
-    cause: `an ${words.kind} for ${words.group} ${namespace}/${group} is already present (task: ${peer.name})`,
+    cause: `${withArticle(words.kind)} for ${words.group} ${namespace}/${group} is already present (task: ${peer.name})`,
   }),
   unsupported: (code: "ERR_UNSUPPORTED_TASK" | "ERR_INVALID_TASK", reason: string): TaskError => ({
     code,

@@ -5,6 +5,7 @@
  * offline, no browser, loaded only when asked for.
  */
 import type { AnyStateNode } from "xstate";
+import { importOptional } from "../optional-package.ts";
 import { type Edge, leafOf, machineEdges } from "./edges.ts";
 import { taskMachine } from "./task-machine.ts";
 
@@ -88,6 +89,8 @@ let renderer: Promise<Renderer> | undefined;
  * asynchronously (`@viz-js/viz`'s `instance()`); it is imported on the first call only.
  */
 export const machineSvg = async (): Promise<string> => {
-  renderer ??= import("@viz-js/viz").then(({ instance }) => instance());
+  renderer ??= importOptional("@viz-js/viz", "SVG rendering", () => import("@viz-js/viz")).then(
+    ({ instance }) => instance(),
+  );
   return (await renderer).renderString(machineDot(), { format: "svg", engine: "dot" });
 };

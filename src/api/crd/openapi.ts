@@ -27,6 +27,9 @@ export interface OpenApiSchema {
   readonly pattern?: string;
   readonly minimum?: number;
   readonly maximum?: number;
+  readonly exclusiveMinimum?: boolean;
+  readonly exclusiveMaximum?: boolean;
+  readonly nullable?: boolean;
   readonly minLength?: number;
   readonly maxLength?: number;
   readonly minItems?: number;
@@ -66,6 +69,9 @@ export const OpenApiSchemaSchema: Schema.Codec<OpenApiSchema> = Schema.Struct({
   pattern: Schema.optionalKey(Schema.String),
   minimum: Schema.optionalKey(Schema.Number),
   maximum: Schema.optionalKey(Schema.Number),
+  exclusiveMinimum: Schema.optionalKey(Schema.Boolean),
+  exclusiveMaximum: Schema.optionalKey(Schema.Boolean),
+  nullable: Schema.optionalKey(Schema.Boolean),
   minLength: Schema.optionalKey(Schema.Number),
   maxLength: Schema.optionalKey(Schema.Number),
   minItems: Schema.optionalKey(Schema.Number),

@@ -1,13 +1,14 @@
 /**
  * A new task kind with a new config member (chore-kind.ts, chore-handlers.ts: three places touched),
  * run through `simulate()` and through the real runtime (`runTaskController`) on a real kube-apiserver.
- * Only the package entry point is imported. registry-without-ping.ts shows that leaving out the
+ * Only the package entry points (`opstask`, `opstask/testing`) are imported. registry-without-ping.ts shows that leaving out the
  * registry entry fails type-checking.
  */
 import { fileURLToPath } from "node:url";
 import { CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runTaskController, simulate, type TaskController, type TaskStatus } from "../../../src/index.ts";
+import { runTaskController, type TaskController, type TaskStatus } from "../../../src/index.ts";
+import { simulate } from "../../../src/testing.ts";
 import { createTestNamespace, useControlPlane } from "../../support/cluster.ts";
 import { waitFor } from "../../support/wait.ts";
 import { choreHandlers } from "./chore-handlers.ts";

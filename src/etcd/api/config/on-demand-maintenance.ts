@@ -4,8 +4,8 @@
  * compaction runs first, so that defragmentation reclaims the space compaction freed.
  */
 import * as Schema from "effect/Schema";
-import type { OpenApiSchema } from "../../../api/crd/openapi.ts";
-import { type Assignable, boundedInt32, EmptyObject, int32WithDefault } from "../../../api/schema-helpers.ts";
+import { type Assignable, boundedInt32, emptyObject, int32WithDefault } from "../../../api/schema-helpers.ts";
+import { celRule } from "../../../library/crd/schema-annotations.ts";
 
 export const OnDemandMaintenanceMember = "onDemandMaintenance";
 
@@ -19,22 +19,49 @@ export const MaintenanceOperationRequired = {
   message: "at least one of compaction or defragmentation must be set",
 } as const;
 
-const CompactionSchema = Schema.Struct({ physical: Schema.optionalKey(Schema.Boolean) });
+const CompactionSchema = Schema.Struct({
+  physical: Schema.optionalKey(
+    Schema.Boolean.annotate({
+      description:
+        "Physical makes the compaction wait until it has been physically applied to the backend database.\n" +
+        "Defaults to false.",
+    }),
+  ),
+}).annotate({ description: "Compaction compacts the etcd key space up to the current revision." });
 
 const fields = {
   compaction: Schema.optionalKey(CompactionSchema),
-  defragmentation: Schema.optionalKey(EmptyObject),
-  timeoutSeconds: int32WithDefault(OnDemandMaintenanceLimits.timeoutSeconds),
+  defragmentation: Schema.optionalKey(
+    emptyObject({
+      description:
+        "Defragmentation defragments the backend database of every etcd member, one member at a time.",
+    }),
+  ),
+  timeoutSeconds: int32WithDefault(OnDemandMaintenanceLimits.timeoutSeconds, {
+    description:
+      "TimeoutSeconds is the timeout of each call made to etcd: the compaction, and the defragmentation of each member.\n" +
+      `Defaults to ${OnDemandMaintenanceLimits.timeoutSeconds.default} seconds.`,
+  }),
 };
 
-/** The member's body as it appears under `spec.config.onDemandMaintenance`. */
-export const OnDemandMaintenanceBody = Schema.Struct(fields).check(
-  Schema.makeFilter((body) =>
-    body.compaction !== undefined || body.defragmentation !== undefined
-      ? undefined
-      : MaintenanceOperationRequired.message,
-  ),
-);
+/**
+ * The member's body as it appears under `spec.config.onDemandMaintenance`; opstask's CRD declares
+ * this member from it (`scripts/gen-crd.ts`).
+ */
+export const OnDemandMaintenanceBody = Schema.Struct(fields)
+  .check(
+    celRule(
+      MaintenanceOperationRequired,
+      (body: { readonly compaction?: unknown; readonly defragmentation?: unknown }) =>
+        body.compaction !== undefined || body.defragmentation !== undefined,
+    ),
+  )
+  .annotate({
+    description:
+      "OnDemandMaintenance defines the configuration for an on-demand maintenance task.\n" +
+      "It compacts the etcd key space and/or defragments the backend database of every etcd member.\n" +
+      "When both are set, compaction runs first.",
+  });
 
 export interface MaintenanceCompaction {
   /** Wait until the compaction is physically applied to the backend (etcd `--physical`). Absent means false. */
@@ -62,43 +89,3 @@ export type OnDemandMaintenanceConfigMatchesSchema = [
   Assignable<typeof OnDemandMaintenanceConfigSchema.Type, OnDemandMaintenanceConfig>,
   Assignable<OnDemandMaintenanceConfig, typeof OnDemandMaintenanceConfigSchema.Type>,
 ];
-
-/** The member's definition in opstask's CRD (`scripts/gen-crd.ts` adds it to druid's). */
-export const onDemandMaintenanceOpenApi: OpenApiSchema = {
-  description:
-    "OnDemandMaintenance defines the configuration for an on-demand maintenance task.\n" +
-    "It compacts the etcd key space and/or defragments the backend database of every etcd member.\n" +
-    "When both are set, compaction runs first.",
-  properties: {
-    compaction: {
-      description: "Compaction compacts the etcd key space up to the current revision.",
-      properties: {
-        physical: {
-          description:
-            "Physical makes the compaction wait until it has been physically applied to the backend database.\n" +
-            "Defaults to false.",
-          type: "boolean",
-        },
-      },
-      type: "object",
-    },
-    defragmentation: {
-      description:
-        "Defragmentation defragments the backend database of every etcd member, one member at a time.",
-      type: "object",
-    },
-    timeoutSeconds: {
-      default: OnDemandMaintenanceLimits.timeoutSeconds.default,
-      description:
-        "TimeoutSeconds is the timeout of each call made to etcd: the compaction, and the defragmentation of each member.\n" +
-        `Defaults to ${OnDemandMaintenanceLimits.timeoutSeconds.default} seconds.`,
-      format: "int32",
-      minimum: OnDemandMaintenanceLimits.timeoutSeconds.minimum,
-      type: "integer",
-    },
-  },
-  type: "object",
-  "x-kubernetes-validations": [
-    { message: MaintenanceOperationRequired.message, rule: MaintenanceOperationRequired.rule },
-  ],
-};

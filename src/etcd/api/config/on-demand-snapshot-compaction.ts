@@ -5,7 +5,6 @@
  * snapshot, so later restorations replay fewer deltas. Cleanup deletes the Job.
  */
 import * as Schema from "effect/Schema";
-import type { OpenApiSchema } from "../../../api/crd/openapi.ts";
 import { type Assignable, boundedInt32, int32WithDefault } from "../../../api/schema-helpers.ts";
 
 export const OnDemandSnapshotCompactionMember = "onDemandSnapshotCompaction";
@@ -18,12 +17,31 @@ export const OnDemandSnapshotCompactionLimits = {
 export const ImageMinLength = 1;
 
 const fields = {
-  image: Schema.optionalKey(Schema.String.check(Schema.isMinLength(ImageMinLength))),
-  timeoutSeconds: int32WithDefault(OnDemandSnapshotCompactionLimits.timeoutSeconds),
+  image: Schema.optionalKey(
+    Schema.String.check(Schema.isMinLength(ImageMinLength)).annotate({
+      description:
+        "Image is the etcd-backup-restore image that the compaction Job runs.\n" +
+        "Defaults to the image configured for the controller. Any other image must be one the controller\n" +
+        "allows (--compaction-allowed-images); a task naming another image is rejected.",
+    }),
+  ),
+  timeoutSeconds: int32WithDefault(OnDemandSnapshotCompactionLimits.timeoutSeconds, {
+    description:
+      "TimeoutSeconds is the maximum duration of the compaction Job (its activeDeadlineSeconds).\n" +
+      `Defaults to ${OnDemandSnapshotCompactionLimits.timeoutSeconds.default} seconds (30 minutes).`,
+  }),
 };
 
-/** The member's body as it appears under `spec.config.onDemandSnapshotCompaction`. */
-export const OnDemandSnapshotCompactionBody = Schema.Struct(fields);
+/**
+ * The member's body as it appears under `spec.config.onDemandSnapshotCompaction`; opstask's CRD
+ * declares this member from it (`scripts/gen-crd.ts`).
+ */
+export const OnDemandSnapshotCompactionBody = Schema.Struct(fields).annotate({
+  description:
+    "OnDemandSnapshotCompaction defines the configuration for an on-demand snapshot compaction task.\n" +
+    "It runs `etcdbrctl compact` in a Kubernetes Job, which restores the latest full snapshot and its delta\n" +
+    "snapshots into a temporary etcd and uploads the result as a new full snapshot.",
+});
 
 /** The decoded config. */
 export interface OnDemandSnapshotCompactionConfig {
@@ -47,31 +65,3 @@ export type OnDemandSnapshotCompactionConfigMatchesSchema = [
   Assignable<typeof OnDemandSnapshotCompactionConfigSchema.Type, OnDemandSnapshotCompactionConfig>,
   Assignable<OnDemandSnapshotCompactionConfig, typeof OnDemandSnapshotCompactionConfigSchema.Type>,
 ];
-
-/** The member's definition in opstask's CRD (`scripts/gen-crd.ts` adds it to druid's). */
-export const onDemandSnapshotCompactionOpenApi: OpenApiSchema = {
-  description:
-    "OnDemandSnapshotCompaction defines the configuration for an on-demand snapshot compaction task.\n" +
-    "It runs `etcdbrctl compact` in a Kubernetes Job, which restores the latest full snapshot and its delta\n" +
-    "snapshots into a temporary etcd and uploads the result as a new full snapshot.",
-  properties: {
-    image: {
-      description:
-        "Image is the etcd-backup-restore image that the compaction Job runs.\n" +
-        "Defaults to the image configured for the controller. Any other image must be one the controller\n" +
-        "allows (--compaction-allowed-images); a task naming another image is rejected.",
-      minLength: ImageMinLength,
-      type: "string",
-    },
-    timeoutSeconds: {
-      default: OnDemandSnapshotCompactionLimits.timeoutSeconds.default,
-      description:
-        "TimeoutSeconds is the maximum duration of the compaction Job (its activeDeadlineSeconds).\n" +
-        `Defaults to ${OnDemandSnapshotCompactionLimits.timeoutSeconds.default} seconds (30 minutes).`,
-      format: "int32",
-      minimum: OnDemandSnapshotCompactionLimits.timeoutSeconds.minimum,
-      type: "integer",
-    },
-  },
-  type: "object",
-};

@@ -8,17 +8,15 @@
  * (docs/contract.md §13 D7). A known member with an invalid body fails with errors under its path.
  *
  * `taskConfigMembers` is the one list of members: the schema, the member names, the handler registry
- * (src/etcd/registry.ts, typed by it) and the CRD's added members (`addedConfigOpenApi`) all follow it.
+ * (src/etcd/registry.ts, typed by it) and the CRD's added members (`addedConfigMembers`) all follow it.
  */
 
-import type { OpenApiSchema } from "../../../api/crd/openapi.ts";
 import type { Assignable } from "../../../api/schema-helpers.ts";
 import { configUnion, type UnsupportedConfig } from "../../../library/config-union.ts";
 import {
   OnDemandMaintenanceBody,
   type OnDemandMaintenanceConfig,
   OnDemandMaintenanceMember,
-  onDemandMaintenanceOpenApi,
 } from "./on-demand-maintenance.ts";
 import {
   OnDemandSnapshotBody,
@@ -29,7 +27,6 @@ import {
   OnDemandSnapshotCompactionBody,
   type OnDemandSnapshotCompactionConfig,
   OnDemandSnapshotCompactionMember,
-  onDemandSnapshotCompactionOpenApi,
 } from "./on-demand-snapshot-compaction.ts";
 
 /** Every `spec.config` member this build implements, with the schema of its body. */
@@ -62,16 +59,13 @@ export const isKnownConfigKind = (member: string): member is KnownConfigKind =>
 export const isSupported = (config: TaskConfig): config is KnownTaskConfig => config.kind !== "unsupported";
 
 /**
- * The OpenAPI of the members opstask adds to druid's CRD (druid's own `onDemandSnapshot` is in its
- * CRD already): scripts/gen-crd.ts splices them in. Typed by the member list, so a new member without
- * its CRD fragment does not compile.
+ * The members opstask adds to druid's CRD (druid's own `onDemandSnapshot` is in its CRD already), with
+ * the schemas scripts/gen-crd.ts generates their CRD fragments from: a new member is in the CRD as soon
+ * as it is in `taskConfigMembers`.
  */
-export const addedConfigOpenApi: {
-  readonly [K in Exclude<KnownConfigKind, typeof OnDemandSnapshotMember>]: OpenApiSchema;
-} = {
-  [OnDemandMaintenanceMember]: onDemandMaintenanceOpenApi,
-  [OnDemandSnapshotCompactionMember]: onDemandSnapshotCompactionOpenApi,
-};
+export const addedConfigMembers = Object.entries(taskConfigMembers).filter(
+  ([member]) => member !== OnDemandSnapshotMember,
+);
 
 export type TaskConfigMatchesSchema = [
   Assignable<typeof TaskConfigSchema.Type, TaskConfig>,

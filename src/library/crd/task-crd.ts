@@ -1,0 +1,158 @@
+/**
+ * `taskCrd`: the CustomResourceDefinition of a task kind, built from the kind's names and the Effect
+ * Schema of its `spec` (the schema the controller decodes with, so the two cannot drift):
+ *
+ * - `spec` from the schema (config union members with exactly-one validation, defaults, CEL rules);
+ * - every spec field immutable (`self == oldSelf`, one rule per field as etcd-druid's CRD has it): a
+ *   task is a one-off request, and editing it mid-run would make its status describe another task;
+ * - `status` in opstask's (and druid's EtcdOpsTask's) status shape, as the `status` subresource, so
+ *   only the controller writes it;
+ * - printer columns State, the kind's own columns, Age, and Phase (wide).
+ */
+import type * as Schema from "effect/Schema";
+import type { OpenApiSchema } from "../../api/crd/openapi.ts";
+import { TaskStatusSchema } from "../../api/status-schema.ts";
+import type { TaskKind } from "../../reconcile/task-kind.ts";
+import { structuralSchema } from "./structural-schema.ts";
+
+export interface PrinterColumn {
+  readonly name: string;
+  readonly type: "string" | "integer" | "number" | "boolean" | "date";
+  readonly jsonPath: string;
+  readonly description?: string;
+  /** 0 shows in `kubectl get`; 1 only with `-o wide`. */
+  readonly priority?: number;
+}
+
+export interface TaskCrdOptions {
+  /** The description of the whole object (`kubectl explain <kind>`). */
+  readonly description?: string;
+  readonly singular?: string;
+  readonly shortNames?: ReadonlyArray<string>;
+  readonly categories?: ReadonlyArray<string>;
+  /** Columns shown after State (e.g. the admission group's field). */
+  readonly printerColumns?: ReadonlyArray<PrinterColumn>;
+  /** Spec fields that may change after creation (default: none; a task is immutable). */
+  readonly mutableFields?: ReadonlyArray<string>;
+}
+
+export interface CustomResourceDefinition {
+  readonly apiVersion: "apiextensions.k8s.io/v1";
+  readonly kind: "CustomResourceDefinition";
+  readonly metadata: { readonly name: string };
+  readonly spec: {
+    readonly group: string;
+    readonly names: {
+      readonly kind: string;
+      readonly listKind: string;
+      readonly plural: string;
+      readonly singular: string;
+      readonly shortNames?: ReadonlyArray<string>;
+      readonly categories?: ReadonlyArray<string>;
+    };
+    readonly scope: "Namespaced";
+    readonly versions: ReadonlyArray<{
+      readonly name: string;
+      readonly served: boolean;
+      readonly storage: boolean;
+      readonly subresources: { readonly status: Record<string, never> };
+      readonly additionalPrinterColumns: ReadonlyArray<PrinterColumn>;
+      readonly schema: { readonly openAPIV3Schema: OpenApiSchema };
+    }>;
+  };
+}
+
+export type TaskCrdResult =
+  | { readonly ok: true; readonly crd: CustomResourceDefinition }
+  | { readonly ok: false; readonly errors: ReadonlyArray<string> };
+
+const statusDescription =
+  "Written by the controller only: the task's lifecycle state, last operation and errors.";
+
+/** Each spec field gets druid's transition rule, unless it is listed as mutable. */
+const immutableFields = (spec: OpenApiSchema, mutable: ReadonlyArray<string>): OpenApiSchema => {
+  const properties = Object.fromEntries(
+    Object.entries(spec.properties ?? {}).map(([name, field]) => [
+      name,
+      mutable.includes(name)
+        ? field
+        : {
+            ...field,
+            "x-kubernetes-validations": [
+              ...(field["x-kubernetes-validations"] ?? []),
+              { message: `${name} is immutable`, rule: "self == oldSelf" },
+            ],
+          },
+    ]),
+  );
+  return { ...spec, properties };
+};
+
+/** The CRD of `kind`, whose objects' `spec` is `spec` (e.g. `MyTaskSchema.fields.spec`). */
+export const taskCrd = (
+  kind: Pick<TaskKind<unknown>, "resource">,
+  spec: Schema.Top,
+  options: TaskCrdOptions = {},
+): TaskCrdResult => {
+  const specSchema = structuralSchema(spec, "spec");
+  const statusSchema = structuralSchema(TaskStatusSchema, "status");
+  const errors = [
+    ...(specSchema.ok ? [] : specSchema.errors),
+    ...(statusSchema.ok ? [] : statusSchema.errors),
+  ];
+  if (!specSchema.ok || !statusSchema.ok) return { ok: false, errors };
+  const unknownMutable = (options.mutableFields ?? []).filter(
+    (name) => !(name in (specSchema.schema.properties ?? {})),
+  );
+  if (unknownMutable.length > 0) {
+    return { ok: false, errors: unknownMutable.map((name) => `mutableFields: spec has no field ${name}`) };
+  }
+  const { group, version, kind: kindName, plural } = kind.resource;
+  const openAPIV3Schema: OpenApiSchema = {
+    ...(options.description === undefined ? {} : { description: options.description }),
+    type: "object",
+    required: ["spec"],
+    properties: {
+      apiVersion: { type: "string" },
+      kind: { type: "string" },
+      metadata: { type: "object" },
+      spec: immutableFields(specSchema.schema, options.mutableFields ?? []),
+      status: { description: statusDescription, ...statusSchema.schema },
+    },
+  };
+  return {
+    ok: true,
+    crd: {
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition",
+      metadata: { name: `${plural}.${group}` },
+      spec: {
+        group,
+        names: {
+          kind: kindName,
+          listKind: `${kindName}List`,
+          plural,
+          singular: options.singular ?? kindName.toLowerCase(),
+          ...(options.shortNames === undefined ? {} : { shortNames: options.shortNames }),
+          ...(options.categories === undefined ? {} : { categories: options.categories }),
+        },
+        scope: "Namespaced",
+        versions: [
+          {
+            name: version,
+            served: true,
+            storage: true,
+            subresources: { status: {} },
+            additionalPrinterColumns: [
+              { name: "State", type: "string", jsonPath: ".status.state" },
+              ...(options.printerColumns ?? []),
+              { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+              { name: "Phase", type: "string", jsonPath: ".status.lastOperation.type", priority: 1 },
+            ],
+            schema: { openAPIV3Schema },
+          },
+        ],
+      },
+    },
+  };
+};

@@ -1,0 +1,31 @@
+/**
+ * `opstask/testing`: run a task kind's handlers without a cluster. `simulate` drives the real
+ * lifecycle against an in-memory apiserver with a fake clock (crashes, hangs, recorded writes and
+ * Events); `SimulatedController`, `MemoryApiServer` and `FakeClock` are the parts underneath, for
+ * tests that drive the controller step by step. Nothing here is needed in production, so the
+ * library's entry (`opstask`) does not load it.
+ */
+export { MemoryApiServer, type WatchEvent } from "./interpreters/memory/api-server.ts";
+export { FakeClock } from "./interpreters/memory/clock.ts";
+export {
+  type Behaviour,
+  type HandlerCall,
+  type PassRecord,
+  type RecordedEvent,
+  SimulatedController,
+  type SimulatedControllerOptions,
+  type WriteRecord,
+} from "./interpreters/memory/controller.ts";
+export {
+  type CallContext,
+  type Hang,
+  hang,
+  type SimulateBaseOptions,
+  type SimulatedHandler,
+  type SimulatedPhase,
+  type SimulatedResult,
+  type SimulateOptions,
+  type Simulation,
+  simulate,
+  type TaskManifest,
+} from "./library/simulate.ts";

@@ -1,0 +1,156 @@
+/**
+ * CRD generation from Effect Schemas: what a kind's schema becomes in its CRD (config union members,
+ * defaults, CEL rules, formats, immutability, status), and the clear errors for what has no
+ * structural form. The generated CRDs are applied to a real apiserver by the examples' and
+ * crd-rules' integration tests.
+ */
+import * as Schema from "effect/Schema";
+import { describe, expect, it } from "vitest";
+import { emptyObject } from "../../src/api/schema-helpers.ts";
+import { configUnion } from "../../src/library/config-union.ts";
+import { celRule, withDefault } from "../../src/library/crd/schema-annotations.ts";
+import { structuralSchema } from "../../src/library/crd/structural-schema.ts";
+import { taskCrd } from "../../src/library/crd/task-crd.ts";
+
+const converted = (schema: Schema.Top) => {
+  const result = structuralSchema(schema);
+  if (!result.ok) return expect.fail(result.errors.join("\n"));
+  return result.schema;
+};
+
+const Copy = Schema.Struct({ from: Schema.String, to: Schema.String });
+const Wipe = Schema.Struct({ path: Schema.String });
+const Config = configUnion({ copy: Copy, wipe: Wipe }, { description: "exactly one" });
+const Spec = Schema.Struct({
+  target: Schema.optionalKey(Schema.String),
+  retries: Schema.Number.check(Schema.isInt32(), Schema.isGreaterThanOrEqualTo(0)).pipe(withDefault(3)),
+  config: Config,
+});
+const kind = { resource: { group: "ops.example.dev", version: "v1", kind: "Chore", plural: "chores" } };
+
+describe("structuralSchema", () => {
+  it("declares a config union's members as properties, exactly one present", () => {
+    const schema = converted(Config);
+    expect(schema).toEqual({
+      type: "object",
+      description: "exactly one",
+      minProperties: 1,
+      maxProperties: 1,
+      properties: {
+        copy: {
+          type: "object",
+          properties: { from: { type: "string" }, to: { type: "string" } },
+          required: ["from", "to"],
+        },
+        wipe: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+      },
+    });
+  });
+
+  it("writes a withDefault key's default and an int32's format; the decoder applies the same default", () => {
+    expect(converted(Spec).properties?.retries).toEqual({
+      type: "integer",
+      format: "int32",
+      minimum: 0,
+      default: 3,
+    });
+    const decoded = Schema.decodeUnknownSync(Spec)({ config: { wipe: { path: "/x" } } });
+    expect(decoded.retries).toBe(3);
+  });
+
+  it("puts a celRule on the node it checks, and the decoder enforces it with the same message", () => {
+    const rule = { rule: "self.min <= self.max", message: "min must not exceed max" };
+    const Range = Schema.Struct({ min: Schema.Number, max: Schema.Number }).check(
+      celRule(rule, (range: { readonly min: number; readonly max: number }) => range.min <= range.max),
+    );
+    expect(converted(Range)["x-kubernetes-validations"]).toEqual([rule]);
+    expect(() => Schema.decodeUnknownSync(Range)({ min: 2, max: 1 })).toThrow(rule.message);
+  });
+
+  it("inlines schemas Effect extracts into definitions (no $ref in a CRD)", () => {
+    const Named = Schema.Struct({ name: Schema.String }).annotate({ identifier: "Named" });
+    const schema = converted(Schema.Struct({ a: Named, b: Named }));
+    expect(JSON.stringify(schema)).not.toContain("$ref");
+    expect(schema.properties?.b).toEqual({
+      type: "object",
+      properties: { name: { type: "string" } },
+      required: ["name"],
+    });
+  });
+
+  it("turns literals into an enum, nullables into nullable, exclusive bounds into OpenAPI's booleans", () => {
+    const schema = converted(
+      Schema.Struct({
+        mode: Schema.Literals(["fast", "safe"]),
+        note: Schema.NullOr(Schema.String),
+        // Schema.Finite: Schema.Number's JSON form admits NaN and ±Infinity as strings and drops its checks.
+        ratio: Schema.Finite.check(Schema.isGreaterThan(0)),
+      }),
+    );
+    expect(schema.properties?.mode).toEqual({ type: "string", enum: ["fast", "safe"] });
+    expect(schema.properties?.note).toEqual({ type: "string", nullable: true });
+    expect(schema.properties?.ratio).toEqual({ type: "number", minimum: 0, exclusiveMinimum: true });
+  });
+
+  it("keeps the contents of an object without declared fields, unless it says they are dropped", () => {
+    const schema = converted(
+      Schema.Struct({
+        parameters: Schema.Record(Schema.String, Schema.Unknown),
+        marker: emptyObject(),
+      }),
+    );
+    expect(schema.properties?.parameters).toEqual({
+      type: "object",
+      "x-kubernetes-preserve-unknown-fields": true,
+    });
+    expect(schema.properties?.marker).toEqual({ type: "object" });
+  });
+
+  it("names the path of a union that has no structural form", () => {
+    const result = structuralSchema(Schema.Struct({ value: Schema.Union([Schema.String, Copy]) }));
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.errors[0]).toMatch(/^spec\.value: a union of different shapes/);
+  });
+});
+
+describe("taskCrd", () => {
+  it("makes every spec field immutable as druid's CRD does, unless listed as mutable", () => {
+    const result = taskCrd(kind, Spec, { mutableFields: ["target"] });
+    if (!result.ok) return expect.fail(result.errors.join("\n"));
+    const spec = result.crd.spec.versions[0]?.schema.openAPIV3Schema.properties?.spec;
+    expect(spec?.properties?.config?.["x-kubernetes-validations"]).toEqual([
+      { message: "config is immutable", rule: "self == oldSelf" },
+    ]);
+    expect(spec?.properties?.target?.["x-kubernetes-validations"]).toBeUndefined();
+  });
+
+  it("serves status as a subresource in the task status shape, with State/Age/Phase columns", () => {
+    const result = taskCrd(kind, Spec, {
+      printerColumns: [{ name: "Target", type: "string", jsonPath: ".spec.target" }],
+    });
+    if (!result.ok) return expect.fail(result.errors.join("\n"));
+    const [version] = result.crd.spec.versions;
+    expect(result.crd.metadata.name).toBe("chores.ops.example.dev");
+    expect(version?.subresources).toEqual({ status: {} });
+    expect(version?.additionalPrinterColumns.map((column) => column.name)).toEqual([
+      "State",
+      "Target",
+      "Age",
+      "Phase",
+    ]);
+    const status = version?.schema.openAPIV3Schema.properties?.status;
+    expect(status?.properties?.state?.enum).toEqual([
+      "Pending",
+      "InProgress",
+      "Succeeded",
+      "Failed",
+      "Rejected",
+    ]);
+    expect(status?.properties?.lastErrors?.maxItems).toBe(10);
+  });
+
+  it("rejects a mutable field the spec does not have", () => {
+    const result = taskCrd(kind, Spec, { mutableFields: ["nope"] });
+    expect(result).toEqual({ ok: false, errors: ["mutableFields: spec has no field nope"] });
+  });
+});

@@ -1,0 +1,40 @@
+/**
+ * The static and dynamic imports reachable from built entry files (ES modules as tsc emits them):
+ * which files are loaded and which packages they name. A text scan is enough for tsc's output (one
+ * `import … from "x"`, `export … from "x"` or `import("x")` per import, string literals only).
+ */
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+
+export interface ImportGraph {
+  /** Every local module file reached, absolute paths. */
+  readonly files: ReadonlySet<string>;
+  /** Package specifier → the first file that imports it. */
+  readonly packages: ReadonlyMap<string, string>;
+}
+
+const importPattern =
+  /(?:^|[\s;}])(?:import|export)\s(?:[^'";]*?\sfrom\s*)?["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/g;
+
+export const importGraph = (entries: ReadonlyArray<string>): ImportGraph => {
+  const files = new Set<string>();
+  const packages = new Map<string, string>();
+  const pending = [...entries];
+  for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
+    if (files.has(file)) continue;
+    files.add(file);
+    for (const match of readFileSync(file, "utf8").matchAll(importPattern)) {
+      const specifier = match[1] ?? match[2];
+      if (specifier === undefined) continue;
+      if (specifier.startsWith(".")) pending.push(resolve(dirname(file), specifier));
+      else if (!packages.has(specifier)) packages.set(specifier, file);
+    }
+  }
+  return { files, packages };
+};
+
+/** `effect/Schema` → `effect`, `@scope/name/x` → `@scope/name`; `node:` builtins stay as they are. */
+export const packageName = (specifier: string): string => {
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : (parts[0] ?? specifier);
+};

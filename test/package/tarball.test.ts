@@ -1,0 +1,228 @@
+/**
+ * The library as an operator author gets it: `npm pack`, install the tarball into a fresh project
+ * (npm's cache first), then with the getting-started operator (examples/getting-started, the code of
+ * docs/library.md):
+ * - type-check it under strict with skipLibCheck off (the package's .d.ts must stand on their own);
+ * - check the library's entries load no CLI-only code or dependency, and the source maps resolve;
+ * - run it in simulation (`opstask/testing`);
+ * - generate its CRD with the installed `opstask crd`, and run it against a real kube-apiserver.
+ */
+import { execFile, spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { CustomObjectsApi } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
+import { waitFor } from "../support/wait.ts";
+import { importGraph, packageName } from "./import-graph.ts";
+
+const run = promisify(execFile);
+const manifest = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
+  readonly version: string;
+  readonly devDependencies: Record<string, string>;
+};
+const exampleFiles = ["greeting.ts", "handlers.ts", "simulation.ts", "main.ts"];
+const libraryEntries = ["index.js", "testing.js", "crd.js"];
+/** Packages only CLI commands use; a library user must not load them. */
+const cliOnlyPackages = ["@viz-js/viz", "@statelyai/inspect", "ws"];
+const cliOnlyFolders = ["cli", "devcluster", "inspect"];
+
+const work = mkdtempSync(join(tmpdir(), "opstask-tarball-"));
+const project = join(work, "greeting-operator");
+const installed = join(project, "node_modules", "opstask");
+
+const projectTsconfig = {
+  compilerOptions: {
+    target: "es2023",
+    module: "nodenext",
+    moduleResolution: "nodenext",
+    strict: true,
+    skipLibCheck: false,
+    noEmit: true,
+    allowImportingTsExtensions: true,
+    verbatimModuleSyntax: true,
+    types: ["node"],
+  },
+  include: ["*.ts"],
+};
+
+beforeAll(async () => {
+  await run("npm", ["pack", "--silent", "--pack-destination", work], {
+    cwd: repoRoot,
+    timeout: 180_000,
+    maxBuffer: 16 << 20,
+  });
+  const tarball = join(work, `opstask-${manifest.version}.tgz`);
+  await run("mkdir", [project]);
+  writeFileSync(
+    join(project, "package.json"),
+    JSON.stringify({ name: "greeting-operator", private: true, type: "module" }),
+  );
+  writeFileSync(join(project, "tsconfig.json"), JSON.stringify(projectTsconfig));
+  for (const file of exampleFiles) {
+    copyFileSync(join(repoRoot, "examples", "getting-started", file), join(project, file));
+  }
+  const typesNode = `@types/node@${manifest.devDependencies["@types/node"]}`;
+  await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, typesNode], {
+    cwd: project,
+    timeout: 240_000,
+    maxBuffer: 16 << 20,
+  });
+}, 480_000);
+
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe("the packed library in a fresh project", () => {
+  it("type-checks the getting-started operator under strict with skipLibCheck off", async () => {
+    const tsc = join(repoRoot, "node_modules", ".bin", "tsc");
+    const result = await run(tsc, ["-p", project], { cwd: project, timeout: 120_000 }).catch(
+      (error: { readonly stdout?: string }) => ({ stdout: error.stdout ?? String(error) }),
+    );
+    expect(result.stdout).toBe("");
+  });
+
+  it("loads no CLI-only code or dependency from opstask, opstask/testing or opstask/crd", () => {
+    const graph = importGraph(libraryEntries.map((entry) => join(installed, "dist", entry)));
+    const packages = [...graph.packages.keys()].map(packageName);
+    expect(packages.filter((name) => cliOnlyPackages.includes(name))).toEqual([]);
+    const folders = [...graph.files].map(
+      (file) => file.slice(join(installed, "dist").length + 1).split("/")[0],
+    );
+    expect(folders.filter((folder) => cliOnlyFolders.includes(folder ?? ""))).toEqual([]);
+    // The graph was walked: the library's own dependencies are there.
+    expect(new Set(packages)).toContain("effect");
+  });
+
+  it("ships the sources its source maps name", () => {
+    const graph = importGraph(libraryEntries.map((entry) => join(installed, "dist", entry)));
+    const missing = [...graph.files].flatMap((file) => {
+      const map = JSON.parse(readFileSync(`${file}.map`, "utf8")) as {
+        readonly sources: ReadonlyArray<string>;
+      };
+      return map.sources
+        .map((source) => resolve(dirname(file), source))
+        .filter((source) => !existsSync(source));
+    });
+    expect(missing).toEqual([]);
+  });
+
+  it("names the optional package a CLI command needs when it is not installed", async () => {
+    const opstask = join(project, "node_modules", ".bin", "opstask");
+    const result = await run(opstask, ["get"], { cwd: project, timeout: 60_000 }).then(
+      () => ({ stderr: "exited 0" }),
+      (error: { readonly stderr?: string }) => ({ stderr: error.stderr ?? String(error) }),
+    );
+    expect(result.stderr).toBe(
+      "opstask get needs the optional package @kubernetes/client-node: npm install @kubernetes/client-node\n",
+    );
+  });
+
+  it("runs the operator in simulation", async () => {
+    const { stdout } = await run(process.execPath, ["simulation.ts"], { cwd: project, timeout: 60_000 });
+    expect(JSON.parse(stdout)).toEqual({
+      states: { hi: "Succeeded", "bad-sum": "Failed", unknown: "Rejected" },
+      description: "Hello, Ada!",
+      remaining: [],
+    });
+  });
+});
+
+describe("the packed library against a real kube-apiserver", () => {
+  const cluster = useControlPlane();
+  const resource = { group: "getting-started.opstask.dev", version: "v1alpha1", plural: "greetings" };
+
+  const apiVersion = `${resource.group}/${resource.version}`;
+
+  // The CRD as a user makes it: printed by the installed `opstask crd` from their module.
+  beforeAll(async () => {
+    const crdFile = join(project, "crd.yaml");
+    const opstask = join(project, "node_modules", ".bin", "opstask");
+    await run(opstask, ["crd", "--module", "greeting.ts", "--export", "crd", "-o", crdFile], {
+      cwd: project,
+      timeout: 60_000,
+    });
+    await cluster().applyCrds([crdFile]);
+  }, 120_000);
+
+  it("enforces the generated CRD's rules: exactly one member, defaults, immutable spec", async () => {
+    const kc = cluster().makeKubeConfig();
+    const namespace = await createTestNamespace(kc, "greeting-rules");
+    const api = kc.makeApiClient(CustomObjectsApi);
+    const refusal = (promise: Promise<unknown>) =>
+      promise.then(
+        () => "accepted",
+        (error: unknown) => String(error),
+      );
+    const twoMembers = {
+      apiVersion,
+      kind: "Greeting",
+      metadata: { name: "two" },
+      spec: { config: { hello: { name: "Ada" }, sum: { numbers: [1], expected: 1 } } },
+    };
+    expect(
+      await refusal(api.createNamespacedCustomObject({ ...resource, namespace, body: twoMembers })),
+    ).toMatch(/spec\.config: Too many: 2: must have at most 1 item/);
+    const created = (await api.createNamespacedCustomObject({
+      ...resource,
+      namespace,
+      body: {
+        apiVersion,
+        kind: "Greeting",
+        metadata: { name: "one" },
+        spec: { config: { hello: { name: "Ada" } } },
+      },
+    })) as { readonly spec: { readonly ttlSecondsAfterFinished: number } };
+    expect(created.spec.ttlSecondsAfterFinished).toBe(600);
+    const edit = api.patchNamespacedCustomObject({
+      ...resource,
+      namespace,
+      name: "one",
+      body: [{ op: "replace", path: "/spec/config/hello/name", value: "Grace" }],
+    });
+    expect(await refusal(edit)).toMatch(/config is immutable/);
+  });
+
+  it("runs a Greeting to Succeeded", async () => {
+    const plane = cluster();
+    const kc = plane.makeKubeConfig();
+    const namespace = await createTestNamespace(kc, "greeting");
+    const operator = spawn(process.execPath, ["main.ts"], {
+      cwd: project,
+      env: { ...process.env, KUBECONFIG: plane.kubeconfigPath },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    operator.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    operator.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((done) => operator.once("exit", (code) => done(code)));
+    try {
+      const api = kc.makeApiClient(CustomObjectsApi);
+      const body = {
+        apiVersion: `${resource.group}/${resource.version}`,
+        kind: "Greeting",
+        metadata: { name: "hi" },
+        spec: { config: { hello: { name: "Ada" } } },
+      };
+      await api.createNamespacedCustomObject({ ...resource, namespace, body });
+      const status = await waitFor(
+        "Greeting hi to succeed",
+        async () => {
+          const object = (await api.getNamespacedCustomObject({ ...resource, namespace, name: "hi" })) as {
+            readonly status?: {
+              readonly state?: string;
+              readonly lastOperation?: { readonly description?: string };
+            };
+          };
+          return object.status?.state === "Succeeded" ? object.status : undefined;
+        },
+        60_000,
+      ).catch((error: unknown) => Promise.reject(new Error(`${String(error)}; operator output:\n${output}`)));
+      expect(status.lastOperation?.description).toBe("Hello, Ada!");
+    } finally {
+      operator.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
+  });
+});
