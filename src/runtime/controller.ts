@@ -46,6 +46,7 @@ import {
 } from "../reconcile/pass.ts";
 import { type ResourceRef, readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind.ts";
 import { jittered } from "./backoff-jitter.ts";
+import { makeForeignWriterWatch, ownFieldManagers, reportForeignWrites } from "./foreign-writers.ts";
 import { makeInformer } from "./informer.ts";
 import { type ControllerObserver, noObserver, type TaskLabels } from "./metrics.ts";
 import { type TriggerReason, TriggerReasons } from "./trigger-reason.ts";
@@ -121,9 +122,11 @@ export const runController = <Task, R>(
     const writer = yield* TaskWriter;
     const recorder = yield* EventRecorder;
     const supported = Object.keys(handlers).sort();
+    const foreign = makeForeignWriterWatch({ ownManagers: ownFieldManagers, finalizer: kind.finalizer });
     const informer = yield* makeInformer({
       kubeConfig: options.kubeConfig,
       resource: kind.resource,
+      inspect: foreign.inspect,
       ...(options.counter === undefined ? {} : { counter: options.counter }),
       ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
     });
@@ -462,7 +465,9 @@ export const runController = <Task, R>(
           if (change.type === "DELETED") {
             memory.forget(object.metadata.uid);
             released.delete(object.metadata.uid);
+            foreign.forget(object.metadata.uid);
           }
+          yield* reportForeignWrites(foreign.drain(), recorder, observer);
           const groupKey =
             facts?.group === undefined ? undefined : `${object.metadata.namespace}/${facts.group}`;
           regroup(key, change.type === "DELETED" ? undefined : groupKey);

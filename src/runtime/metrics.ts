@@ -8,6 +8,7 @@
  * - `opstask_workqueue_depth`, `…_in_flight`, `…_delayed`, `…_adds_total`, `…_wait_seconds_max`;
  * - `opstask_handler_calls_in_flight`;
  * - `opstask_api_requests_total{verb,code}`: every API request, counted at the client;
+ * - `opstask_foreign_writes_total{manager,field}`: tasks another controller wrote (foreign-writers.ts);
  * - `opstask_leader`: 1 while this instance leads (or runs without leader election);
  * - Node's process metrics (`opstask_process_*`, `opstask_nodejs_*`).
  */
@@ -34,6 +35,8 @@ export interface ControllerObserver {
     task: { readonly key: string; readonly uid: string; readonly runId: string },
     pass: Pass,
   ) => void;
+  /** Another field manager wrote a task's status or added our finalizer (foreign-writers.ts). */
+  readonly foreignWrite?: (manager: string, field: string) => void;
 }
 
 export const noObserver: ControllerObserver = { passEnded: () => {}, taskFinished: () => {} };
@@ -81,7 +84,14 @@ export const makeControllerMetrics = (prefix = "opstask_"): ControllerMetrics =>
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 300, 900],
     registers: [registry],
   });
+  const foreignWrites = new Counter({
+    name: `${prefix}foreign_writes_total`,
+    help: "Tasks another controller wrote (status, or our finalizer), by its field manager; reported once per task",
+    labelNames: ["manager", "field"] as const,
+    registers: [registry],
+  });
   const observer: ControllerObserver = {
+    foreignWrite: (manager, field) => foreignWrites.inc({ manager, field }),
     passEnded: (result, seconds) => {
       passes.inc({ result });
       passSeconds.observe(seconds);
