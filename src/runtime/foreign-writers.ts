@@ -56,9 +56,10 @@ export const foreignWrites = (
   for (const entry of entries) {
     if (!isRecord(entry)) continue;
     const manager = typeof entry.manager === "string" ? entry.manager : "";
-    // A writer that sent neither a field manager nor a User-Agent is recorded without a name: it cannot
-    // be told apart from our own writes made before they carried one, so it is not reported.
-    if (manager === "" || options.ownManagers.includes(manager)) continue;
+    // A writer that sent neither a field manager nor a User-Agent is recorded as "unknown": it cannot
+    // be told apart from our own writes made before they carried a field manager, so it is not
+    // reported (etcd-druid always names itself: client-go sends its binary's name).
+    if (manager === "" || manager === "unknown" || options.ownManagers.includes(manager)) continue;
     if (entry.subresource === "status") {
       found.push({ field: "status", manager, task });
       continue;

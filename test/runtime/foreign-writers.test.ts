@@ -50,6 +50,7 @@ describe("foreignWrites", () => {
       statusEntry("opstask"),
       finalizerEntry("kubectl-edit", "example.com/keep"),
       statusEntry(""),
+      statusEntry("unknown"),
     ]);
     expect(foreignWrites(object, options)).toEqual([]);
     expect(foreignWrites(task("u-2", []), options)).toEqual([]);
