@@ -30,9 +30,10 @@
  *        [--cache-tasks M] [--idle-seconds S] [--in-flight F] [--sidecar-delay-ms MS]
  *        [--druid-qps Q] [--only druid|opstask] [--cpu-prof DIR]
  * Defaults: N 1,000, R 2, K 10, D 100, M 10,000, S 30, F 20, MS 0; about 25 minutes on 2 CPUs.
- * `--cpu-prof DIR` runs opstask with --cpu-prof into DIR (and --heap-prof) for bench/PROFILE.md.
+ * `--cpu-prof DIR` runs opstask with --cpu-prof into DIR (one profile per process, on exit) and takes
+ * a heap snapshot of it with the settled tasks cached; bench/profile-summary.ts reads both.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -142,6 +143,7 @@ const controllers: Which[] = (["druid", "opstask"] as const).filter(
     (which === "opstask" || peer !== undefined) && (params.only === undefined || params.only === which),
 );
 
+if (params.cpuProf !== undefined) mkdirSync(params.cpuProf, { recursive: true });
 const scratch = mkdtempSync(join(tmpdir(), "opstask-druid-bench-"));
 const audit = auditLog(scratch, [userOf("druid"), userOf("opstask")]);
 progress("starting the control plane");
@@ -173,6 +175,12 @@ const stopAll = () => {
 process.once("SIGINT", stopAll);
 process.once("SIGTERM", stopAll);
 
+/** Node flags for opstask when profiling: a CPU profile on exit, a heap snapshot on SIGUSR2. */
+const profiling = (which: Which): { nodeArgs?: string[] } =>
+  params.cpuProf === undefined || which !== "opstask"
+    ? {}
+    : { nodeArgs: ["--cpu-prof", `--diagnostic-dir=${params.cpuProf}`, "--heapsnapshot-signal=SIGUSR2"] };
+
 const runBurst = async (which: Which, round: number): Promise<void> => {
   const user = userOf(which);
   const namespace = await createTestNamespace(kc, `burst-${which}`);
@@ -191,16 +199,7 @@ const runBurst = async (which: Which, round: number): Promise<void> => {
     etcds,
     standInPort: standIn.port,
     druidQps: params.druidQps,
-    ...(params.cpuProf === undefined || which !== "opstask"
-      ? {}
-      : {
-          nodeArgs: [
-            `--cpu-prof`,
-            `--cpu-prof-dir=${params.cpuProf}`,
-            "--heap-prof",
-            `--heap-prof-dir=${params.cpuProf}`,
-          ],
-        }),
+    ...profiling(which),
   });
   try {
     if (!(await waitQuiet(audit, user, controller.pid))) problems.push(`${which}: not quiet after start`);
@@ -341,6 +340,7 @@ const runCache = async (which: Which): Promise<void> => {
     etcds: [],
     standInPort: standIn.port,
     druidQps: params.druidQps,
+    ...profiling(which),
   });
   try {
     const quiet = await waitQuiet(audit, user, controller.pid, 3_000, 600_000);
@@ -351,6 +351,13 @@ const runCache = async (which: Which): Promise<void> => {
     progress(`${which}: idle ${params.idleSeconds} s with ${names.length} tasks cached`);
     await sleep(params.idleSeconds * 1000);
     const sample = procSample(controller.pid);
+    if (params.cpuProf !== undefined && which === "opstask") {
+      // A heap snapshot of the steady state (--heapsnapshot-signal), written into the profile directory.
+      const before = readdirSync(params.cpuProf).length;
+      process.kill(controller.pid, "SIGUSR2");
+      await waitUntil(() => readdirSync(params.cpuProf ?? ".").length > before, 120_000, 500);
+      await sleep(5_000);
+    }
     caches.push({
       which,
       takeoverCpuMs: cpu,

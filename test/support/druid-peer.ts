@@ -130,14 +130,22 @@ const buildFromTarball = async (tarball: string, log: (line: string) => void): P
 };
 
 /**
- * Finds (or builds) druid from the environment or the default tarball. Never throws for "not given";
- * a given path that does not work is an error worth showing, so it does throw then.
+ * Finds (or builds) druid from the environment or (unless `sharedTarball: false`, as for tests, which
+ * run druid only where it is given) the default tarball. Never throws for "not given"; a given path
+ * that does not work is an error worth showing, so it does throw then.
  */
-export const findDruid = async (log: (line: string) => void = () => {}): Promise<DruidLookup> => {
+export const findDruid = async (
+  log: (line: string) => void = () => {},
+  options: { readonly sharedTarball?: boolean } = {},
+): Promise<DruidLookup> => {
   const givenBinary = process.env.OPSTASK_DRUID_BINARY;
   const givenSource = process.env.OPSTASK_DRUID_SOURCE;
-  const source = givenSource !== undefined && givenSource !== "" ? resolve(givenSource) : defaultTarball();
-  let fromSource: DruidPeer | undefined;
+  const source =
+    givenSource !== undefined && givenSource !== ""
+      ? resolve(givenSource)
+      : options.sharedTarball === false
+        ? undefined
+        : defaultTarball();
   if (source !== undefined && (givenBinary === undefined || givenBinary === "")) {
     if (!existsSync(source)) throw new Error(`OPSTASK_DRUID_SOURCE=${source}: no such file or directory`);
     if (statSync(source).isDirectory()) {
@@ -150,8 +158,7 @@ export const findDruid = async (log: (line: string) => void = () => {}): Promise
       }
       return { found: true, peer: { binary, sourceDir: source, revision: "checkout" } };
     }
-    fromSource = await buildFromTarball(source, log);
-    return { found: true, peer: fromSource };
+    return { found: true, peer: await buildFromTarball(source, log) };
   }
   if (givenBinary !== undefined && givenBinary !== "") {
     const binary = resolve(givenBinary);
