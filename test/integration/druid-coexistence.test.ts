@@ -175,8 +175,10 @@ describe("opstask beside etcd-druid with deploy/coexistence", () => {
           r.verb !== "list" &&
           r.verb !== "watch",
       );
-    expect(druidTaskWrites.length).toBeGreaterThan(0);
-    expect(druidTaskWrites.filter((r) => r.code !== 403)).toEqual([]);
+    // Refused by the policy (403); some fail earlier, on a stale resourceVersion (409) or a task
+    // already gone (404). None is applied.
+    expect(druidTaskWrites.some((r) => r.code === 403)).toBe(true);
+    expect(druidTaskWrites.filter((r) => r.code >= 200 && r.code < 300)).toEqual([]);
     expect(await foreignWriterEvents()).toEqual([]);
   }, 120_000);
 
