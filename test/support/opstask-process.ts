@@ -42,11 +42,18 @@ export const installOpstask = async (plane: ControlPlane): Promise<void> => {
   await applyObjects(plane.makeKubeConfig(), objects);
 };
 
-let bundled: Promise<string> | undefined;
-/** The CLI bundled once per process (into .build/opstask-peer). */
-export const bundledCli = (): Promise<string> => {
-  bundled ??= bundle("src/cli/main.ts", ".build/opstask-peer");
-  return bundled;
+const bundled = new Map<boolean, Promise<string>>();
+/** The CLI bundled once per process (into .build/opstask-peer); unminified for readable profiles. */
+export const bundledCli = (minify = true): Promise<string> => {
+  const known = bundled.get(minify);
+  if (known !== undefined) return known;
+  const made = bundle(
+    "src/cli/main.ts",
+    minify ? ".build/opstask-peer" : ".build/opstask-peer-plain",
+    minify,
+  );
+  bundled.set(minify, made);
+  return made;
 };
 
 export interface OpstaskSettings {
@@ -75,7 +82,8 @@ export const startOpstask = async (
   plane: ControlPlane,
   settings: OpstaskSettings = {},
 ): Promise<RunningOpstask> => {
-  const cli = await bundledCli();
+  // Profiled runs keep function names (the deployed bundle is minified; the code is the same).
+  const cli = await bundledCli(!(settings.nodeArgs ?? []).some((arg) => arg.startsWith("--cpu-prof")));
   const token = await plane.serviceAccountToken(opstaskNamespace, opstaskServiceAccount, {
     expirationSeconds: 24 * 3600,
   });
