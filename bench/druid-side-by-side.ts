@@ -48,7 +48,6 @@ import { procSample } from "../test/support/proc-stats.ts";
 import {
   createTasks,
   fmt,
-  percentile,
   reuseConnections,
   type SettledTemplate,
   settledTemplate,
@@ -56,6 +55,7 @@ import {
   TaskWatch,
   waitUntil,
 } from "./cluster-support.ts";
+import { type BurstRun, type CacheRun, printReport } from "./druid-report.ts";
 import {
   clearNamespace,
   createEtcds,
@@ -93,36 +93,6 @@ const progress = (line: string): void => {
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 };
 const pad = (n: number) => String(n).padStart(5, "0");
-
-// ---- what one run measures ---------------------------------------------------------------------
-
-interface BurstRun {
-  readonly which: Which;
-  readonly singleMs: number[];
-  readonly latencies: number[];
-  readonly wallMs: number;
-  readonly notSucceeded: number;
-  readonly cpuMsPerTask: number;
-  readonly peakRss: number;
-  readonly postsPerTask: number;
-  readonly maxPostsPerTask: number;
-  readonly burstWritesPerTask: number;
-  readonly deleteWritesPerTask: number;
-  readonly deleteEventsPerTask: number;
-  readonly goneInTime: number;
-  readonly idleRequests: number;
-  readonly idleDetail: string;
-  readonly startCpuMs: number;
-}
-
-interface CacheRun {
-  readonly which: Which;
-  readonly takeoverCpuMs: number;
-  readonly quietAfterMs: number;
-  readonly rss: number;
-  readonly peakRss: number;
-  readonly takeoverWrites: number;
-}
 
 const taskWrites = (requests: readonly AuditedRequest[], user: string) =>
   requests.filter((r) => r.user === user && isWrite(r) && r.resource.startsWith("etcdopstasks")).length;
@@ -388,135 +358,14 @@ try {
   rmSync(scratch, { recursive: true, force: true });
 }
 
-// ---- report --------------------------------------------------------------------------------------
-
-/** "median (min–max)" over runs, or the one value. */
-const spread = (values: number[], digits: number): string => {
-  const finite = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (finite.length === 0) return "–";
-  const median = finite[Math.floor((finite.length - 1) / 2)] ?? Number.NaN;
-  if (finite.length === 1 || finite[0] === finite.at(-1)) return fmt(median, digits);
-  return `${fmt(median, digits)} (${fmt(finite[0] ?? 0, digits)}–${fmt(finite.at(-1) ?? 0, digits)})`;
-};
-const medianOf = (values: number[]): number => {
-  const finite = values.filter(Number.isFinite).sort((a, b) => a - b);
-  return finite[Math.floor((finite.length - 1) / 2)] ?? Number.NaN;
-};
-const mb = (bytes: number) => bytes / 2 ** 20;
-
-interface Row {
-  readonly figure: string;
-  readonly of: (which: Which) => number[];
-  readonly digits: number;
-}
-const burstsOf = (which: Which) => bursts.filter((run) => run.which === which);
-const cachesOf = (which: Which) => caches.filter((run) => run.which === which);
-const rows: Row[] = [
-  {
-    figure: `tasks/s, ${fmt(params.tasks, 0)} created at once → Succeeded`,
-    digits: 1,
-    of: (w) => burstsOf(w).map((r) => (r.latencies.length / r.wallMs) * 1000),
-  },
-  {
-    figure: "p50 create → Succeeded, s",
-    digits: 1,
-    of: (w) => burstsOf(w).map((r) => percentile(r.latencies, 50) / 1000),
-  },
-  {
-    figure: "p99 create → Succeeded, s",
-    digits: 1,
-    of: (w) => burstsOf(w).map((r) => percentile(r.latencies, 99) / 1000),
-  },
-  { figure: "not Succeeded", digits: 0, of: (w) => burstsOf(w).map((r) => r.notSucceeded) },
-  {
-    figure: "controller CPU per task, ms (burst)",
-    digits: 1,
-    of: (w) => burstsOf(w).map((r) => r.cpuMsPerTask),
-  },
-  { figure: "controller peak RSS, MB (burst)", digits: 1, of: (w) => burstsOf(w).map((r) => mb(r.peakRss)) },
-  {
-    figure: "sidecar POSTs per task (max for one task)",
-    digits: 2,
-    of: (w) => burstsOf(w).map((r) => r.postsPerTask),
-  },
-  { figure: "… most POSTs for one task", digits: 0, of: (w) => burstsOf(w).map((r) => r.maxPostsPerTask) },
-  {
-    figure: `single task on an idle controller, p50 ms (${params.single} tasks)`,
-    digits: 0,
-    of: (w) => burstsOf(w).map((r) => percentile(r.singleMs, 50)),
-  },
-  {
-    figure: "API writes per task to Succeeded (task + status)",
-    digits: 2,
-    of: (w) => burstsOf(w).map((r) => r.burstWritesPerTask),
-  },
-  {
-    figure: "API writes per task through TTL deletion (task + status)",
-    digits: 2,
-    of: (w) => burstsOf(w).map((r) => r.deleteWritesPerTask),
-  },
-  {
-    figure: "Events per task through deletion",
-    digits: 2,
-    of: (w) => burstsOf(w).map((r) => r.deleteEventsPerTask),
-  },
-  {
-    figure: `tasks gone within TTL + 10 s (of ${params.deleteTasks}, TTL 1 s)`,
-    digits: 0,
-    of: (w) => burstsOf(w).map((r) => r.goneInTime),
-  },
-  {
-    figure: `requests while idle (${params.idleSeconds} s)`,
-    digits: 0,
-    of: (w) => burstsOf(w).map((r) => r.idleRequests),
-  },
-  {
-    figure: "CPU to start with no tasks (Etcds only), s",
-    digits: 2,
-    of: (w) => burstsOf(w).map((r) => r.startCpuMs / 1000),
-  },
-  {
-    figure: `RSS with ${fmt(params.cacheTasks, 0)} settled tasks cached, MB (after ${params.idleSeconds} s idle)`,
-    digits: 1,
-    of: (w) => cachesOf(w).map((r) => mb(r.rss)),
-  },
-  {
-    figure: `peak RSS taking over ${fmt(params.cacheTasks, 0)} settled tasks, MB`,
-    digits: 1,
-    of: (w) => cachesOf(w).map((r) => mb(r.peakRss)),
-  },
-  {
-    figure: `CPU to take over ${fmt(params.cacheTasks, 0)} settled tasks after a restart, s (process start → quiet)`,
-    digits: 2,
-    of: (w) => cachesOf(w).map((r) => r.takeoverCpuMs / 1000),
-  },
-  { figure: "… quiet after, s", digits: 1, of: (w) => cachesOf(w).map((r) => r.quietAfterMs / 1000) },
-  {
-    figure: "… task writes during the takeover",
-    digits: 0,
-    of: (w) => cachesOf(w).map((r) => r.takeoverWrites),
-  },
-];
-
-console.log("# opstask beside etcd-druid\n");
-console.log(
-  `${params.rounds} round(s) alternating; burst ${fmt(params.tasks, 0)} tasks (distinct Etcds), sidecar delay ${params.sidecarDelayMs} ms, creates in flight ${params.inFlight}; druid ${peer?.revision.slice(0, 12) ?? "absent"} (client QPS ${params.druidQps}); ${cpus().length} CPUs, Node ${process.version}; load ${fmt(loadAtStart, 2)} → ${fmt(loadavg()[0] ?? 0, 2)}. Values: median (min–max) over rounds.\n`,
-);
-const header = ["figure", ...controllers.map((w) => (w === "druid" ? "etcd-druid" : "opstask"))];
-const withRatio = controllers.length === 2;
-console.log(`| ${[...header, ...(withRatio ? ["opstask ÷ druid"] : [])].join(" | ")} |`);
-console.log(`|---|${controllers.map(() => "---:").join("|")}|${withRatio ? "---:|" : ""}`);
-for (const row of rows) {
-  const cells = controllers.map((which) => spread(row.of(which), row.digits));
-  const ratio = withRatio ? [fmt(medianOf(row.of("opstask")) / medianOf(row.of("druid")), 2)] : [];
-  console.log(`| ${[row.figure, ...cells, ...ratio].join(" | ")} |`);
-}
-console.log();
-for (const which of controllers)
-  for (const run of burstsOf(which)) console.log(`- ${which} idle requests: ${run.idleDetail}`);
-if (problems.length > 0) {
-  console.log("\n## Problems seen\n");
-  for (const problem of problems) console.log(`- ${problem}`);
-}
-console.log(`\nBenchmark wall time: ${fmt((performance.now() - began) / 1000, 0)} s.`);
+printReport({
+  params,
+  controllers,
+  druidRevision: peer?.revision,
+  bursts,
+  caches,
+  problems,
+  machine: `${cpus().length} CPUs, Node ${process.version}; load ${fmt(loadAtStart, 2)} → ${fmt(loadavg()[0] ?? 0, 2)}`,
+  wallSeconds: (performance.now() - began) / 1000,
+});
 process.exit(0);
