@@ -59,6 +59,7 @@ import { type BurstRun, type CacheRun, printReport } from "./druid-report.ts";
 import {
   clearNamespace,
   createEtcds,
+  setQuietCpuShare,
   startController,
   userOf,
   type Which,
@@ -113,7 +114,10 @@ const controllers: Which[] = (["druid", "opstask"] as const).filter(
     (which === "opstask" || peer !== undefined) && (params.only === undefined || params.only === which),
 );
 
-if (params.cpuProf !== undefined) mkdirSync(params.cpuProf, { recursive: true });
+if (params.cpuProf !== undefined) {
+  mkdirSync(params.cpuProf, { recursive: true });
+  setQuietCpuShare(0.1);
+}
 const scratch = mkdtempSync(join(tmpdir(), "opstask-druid-bench-"));
 const audit = auditLog(scratch, [userOf("druid"), userOf("opstask")]);
 progress("starting the control plane");
