@@ -35,12 +35,41 @@ interface CpuProfile {
   readonly timeDeltas: readonly number[];
 }
 
-const moduleOf = (url: string): string => {
+/**
+ * Where a bundle line came from: an unminified bundle (scripts/bundle.ts with minify off) starts each
+ * module with a `// <path>` comment; the last one at or before the line names its source file.
+ */
+const regions = new Map<string, Array<[number, string]>>();
+const sourceOf = (url: string, line: number): string | undefined => {
+  if (!url.startsWith("file://")) return undefined;
+  let marks = regions.get(url);
+  if (marks === undefined) {
+    marks = [];
+    try {
+      for (const [index, text] of readFileSync(new URL(url), "utf8").split("\n").entries()) {
+        const match = /^\/\/ ((?:node_modules|src|bench|test|scripts)\/\S+)$/.exec(text);
+        if (match?.[1] !== undefined) marks.push([index, match[1]]);
+      }
+    } catch {
+      // not readable any more: keep the bundle's own name
+    }
+    regions.set(url, marks);
+  }
+  let found: string | undefined;
+  for (const [start, path] of marks) {
+    if (start > line) break;
+    found = path;
+  }
+  return found;
+};
+
+/** A package under node_modules, one of our source files, or a Node built-in. */
+const moduleOf = (url: string, line: number): string => {
   if (url === "") return "(native / V8)";
-  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  if (pkg?.[1] !== undefined) return pkg[1];
   if (url.startsWith("node:")) return url;
-  return url.replace(/^file:\/\/.*?\/(src|bench|test|\.build)\//, "$1/");
+  const source = sourceOf(url, line) ?? url.replace(/^file:\/\/.*?\/(src|bench|test|\.build)\//, "$1/");
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(source);
+  return pkg?.[1] ?? source;
 };
 
 if (file.endsWith(".cpuprofile")) {
@@ -55,12 +84,45 @@ if (file.endsWith(".cpuprofile")) {
   for (const [id, us] of selfUs) {
     const frame = byId.get(id)?.callFrame;
     if (frame === undefined) continue;
-    const name = `${frame.functionName || "(anonymous)"} ${moduleOf(frame.url)}:${frame.lineNumber + 1}`;
+    const where = sourceOf(frame.url, frame.lineNumber) ?? moduleOf(frame.url, frame.lineNumber);
+    const name = `${frame.functionName || "(anonymous)"} ${where}`;
     byFunction.set(name, (byFunction.get(name) ?? 0) + us);
-    byModule.set(moduleOf(frame.url), (byModule.get(moduleOf(frame.url)) ?? 0) + us);
+    const module = moduleOf(frame.url, frame.lineNumber);
+    byModule.set(module, (byModule.get(module) ?? 0) + us);
   }
-  console.log(`# ${file}\n\n${(total / 1e6).toFixed(2)} s sampled`);
+  // Inclusive: the time under each of our source files (and each package) anywhere on the stack.
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const stackMemo = new Map<number, readonly string[]>();
+  const stackOf = (id: number): readonly string[] => {
+    const known = stackMemo.get(id);
+    if (known !== undefined) return known;
+    const frame = byId.get(id)?.callFrame;
+    const up = parent.get(id);
+    const above = up === undefined ? [] : stackOf(up);
+    const here =
+      frame === undefined
+        ? undefined
+        : frame.functionName === "(garbage collector)" || frame.functionName === "(idle)"
+          ? frame.functionName
+          : moduleOf(frame.url, frame.lineNumber);
+    const result = here === undefined || above.includes(here) ? above : [...above, here];
+    stackMemo.set(id, result);
+    return result;
+  };
+  const inclusive = new Map<string, number>();
+  for (const [id, us] of selfUs)
+    for (const module of stackOf(id)) inclusive.set(module, (inclusive.get(module) ?? 0) + us);
+  const busy = total - (inclusive.get("(idle)") ?? 0);
+  console.log(`# ${file}\n\n${(total / 1e6).toFixed(2)} s sampled, ${(busy / 1e6).toFixed(2)} s busy`);
   table("Self time by module", [...byModule], total, "ms", 1000);
+  table(
+    "Busy time under each module (inclusive; shares of busy time; a sample counts for every module on its stack)",
+    [...inclusive].filter(([module]) => module !== "(idle)" && module !== "(native / V8)"),
+    busy,
+    "ms",
+    1000,
+  );
   table("Self time by function", [...byFunction], total, "ms", 1000);
 } else {
   const snapshot = JSON.parse(readFileSync(file, "utf8")) as {
