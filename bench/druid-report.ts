@@ -24,6 +24,8 @@ export interface BurstRun {
   readonly goneInTime: number;
   readonly idleRequests: number;
   readonly idleDetail: string;
+  /** Requests per task during the burst, by verb and resource (audit log). */
+  readonly burstDetail: string;
   readonly startCpuMs: number;
 }
 
@@ -192,7 +194,10 @@ export const printReport = (input: ReportInput): void => {
   }
   console.log();
   for (const which of controllers)
-    for (const run of burstsOf(which)) console.log(`- ${which} idle requests: ${run.idleDetail}`);
+    for (const run of burstsOf(which)) {
+      console.log(`- ${which} requests per task in the burst: ${run.burstDetail}`);
+      console.log(`- ${which} idle requests: ${run.idleDetail}`);
+    }
   if (problems.length > 0) {
     console.log("\n## Problems seen\n");
     for (const problem of problems) console.log(`- ${problem}`);

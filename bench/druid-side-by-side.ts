@@ -219,6 +219,10 @@ const runBurst = async (which: Which, round: number): Promise<void> => {
       problems.push(`${which} round ${round}: not quiet after the burst`);
     const cpu1 = procSample(controller.pid)?.cpuMs ?? Number.NaN;
     const burstRequests = audit.since(mark);
+    const perTask = new Map<string, number>();
+    for (const r of burstRequests)
+      if (r.user === user)
+        perTask.set(`${r.verb} ${r.resource}`, (perTask.get(`${r.verb} ${r.resource}`) ?? 0) + 1);
     const posts = new Map<string, number>();
     for (const request of standIn.requests.slice(posts0))
       if (request.method === "POST") posts.set(request.host ?? "", (posts.get(request.host ?? "") ?? 0) + 1);
@@ -278,6 +282,10 @@ const runBurst = async (which: Which, round: number): Promise<void> => {
       goneInTime,
       idleRequests: idle.length,
       idleDetail: [...byVerb].map(([key, n]) => `${key} ×${n}`).join(", ") || "none",
+      burstDetail: [...perTask]
+        .sort((a, b) => b[1] - a[1])
+        .map(([key, n]) => `${key} ${fmt(n / burst.length, 2)}`)
+        .join(", "),
       startCpuMs,
     });
   } finally {
