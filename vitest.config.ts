@@ -1,5 +1,16 @@
 import { fileURLToPath } from "node:url";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
+
+// Tests that run the real etcd-druid (test/integration/druid-*.test.ts) run only where it is given
+// (test/support/druid-peer.ts); nothing else depends on it.
+const druidGiven = [process.env.OPSTASK_DRUID_BINARY, process.env.OPSTASK_DRUID_SOURCE].some(
+  (value) => value !== undefined && value !== "",
+);
+const druidTests = "test/integration/druid-*.test.ts";
+if (!druidGiven && process.env.VITEST_POOL_ID === undefined)
+  console.log(
+    `${druidTests} did not run: set OPSTASK_DRUID_BINARY or OPSTASK_DRUID_SOURCE to run etcd-druid`,
+  );
 
 const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -14,6 +25,7 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
+    exclude: druidGiven ? configDefaults.exclude : [...configDefaults.exclude, druidTests],
     testTimeout: 60_000,
     hookTimeout: 300_000,
   },

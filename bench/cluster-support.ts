@@ -342,6 +342,8 @@ export interface SettledTemplate {
   readonly finalizers: readonly string[];
   readonly annotations: Readonly<Record<string, string>>;
   readonly status: Readonly<Record<string, unknown>>;
+  /** The field manager the copies are written as (the controller's own, so that they look its own). */
+  readonly fieldManager?: string;
 }
 
 /** Reads a task the controller finished, to create more like it (undefined if not Succeeded). */
@@ -431,6 +433,7 @@ export const createTasks = async (
           .createNamespacedCustomObject({
             ...taskResource,
             namespace,
+            ...(settled?.fieldManager === undefined ? {} : { fieldManager: settled.fieldManager }),
             body: {
               apiVersion: "druid.gardener.cloud/v1alpha1",
               kind: "EtcdOpsTask",
@@ -466,6 +469,7 @@ export const createTasks = async (
               namespace,
               name: spec.name,
               body: { status: statusFor(settled.status, index) },
+              ...(settled.fieldManager === undefined ? {} : { fieldManager: settled.fieldManager }),
             },
             setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
           ),

@@ -2,7 +2,7 @@
  * The fault suite: the controller as deployed (bundled, the Deployment's flags and environment, leader
  * election on) runs batches of snapshot tasks on the local control plane (src/devcluster) while one
  * fault is injected, against a stand-in backup-restore sidecar that counts the snapshot POSTs
- * (test/handlers/support/stand-in.ts). Each fault gets a control plane, namespace and controller of
+ * (test/etcd/support/stand-in.ts). Each fault gets a control plane, namespace and controller of
  * its own. Prints one table; asserts nothing.
  *
  * Per fault, 12 tasks (one per Etcd, each POST answered after 2 s) are created; once 3 POSTs arrived

@@ -14,15 +14,18 @@ import { build } from "rolldown";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
-/** Bundles `entry` into `outDir` (emptied first); resolves with the path of the entry's output. */
-export const bundle = async (entry: string, outDir: string): Promise<string> => {
+/**
+ * Bundles `entry` into `outDir` (emptied first); resolves with the path of the entry's output.
+ * `minify: false` keeps function names (for readable CPU profiles).
+ */
+export const bundle = async (entry: string, outDir: string, minify = true): Promise<string> => {
   const dir = resolve(root, outDir);
   rmSync(dir, { recursive: true, force: true });
   const result = await build({
     input: resolve(root, entry),
     platform: "node",
     logLevel: "warn",
-    output: { dir, format: "esm", minify: true, entryFileNames: "[name].js" },
+    output: { dir, format: "esm", minify, entryFileNames: "[name].js" },
   });
   const main = result.output.find((chunk) => chunk.type === "chunk" && chunk.isEntry);
   if (main === undefined) throw new Error(`bundling ${entry}: no entry chunk`);

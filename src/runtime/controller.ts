@@ -26,7 +26,7 @@ import type * as Scope from "effect/Scope";
 import * as Stream from "effect/Stream";
 import { isTerminal } from "../api/status.ts";
 import { type HandlerRegistry, supportedMembers } from "../handlers/handler.ts";
-import type { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
+import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { performOnCluster } from "../interpreters/kubernetes/perform.ts";
 import type { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
@@ -45,6 +45,7 @@ import {
   type TaskKind,
 } from "../reconcile/task-kind.ts";
 import { jittered } from "./backoff-jitter.ts";
+import { makeForeignWriterWatch, ownFieldManagers, reportForeignWrites } from "./foreign-writers.ts";
 import { makeInformer } from "./informer.ts";
 import { type ControllerObserver, noObserver, type TaskLabels } from "./metrics.ts";
 import { makeWorkQueue, type WorkQueueMetrics } from "./work-queue.ts";
@@ -118,11 +119,15 @@ export const runController = <Task, R>(
   Effect.gen(function* () {
     const { kind, config, handlers } = options;
     const observer = options.observer ?? noObserver;
+    const recorder = yield* EventRecorder;
     const supported = supportedMembers(handlers);
+    // Another controller writing our tasks (etcd-druid's own) is noticed as objects arrive (foreign-writers.ts).
+    const foreign = makeForeignWriterWatch({ ownManagers: ownFieldManagers, finalizer: kind.finalizer });
     const informer = yield* makeInformer({
       kubeConfig: options.kubeConfig,
       resource: kind.resource,
       echoes: "suppress",
+      inspect: foreign.inspect,
       ...(options.counter === undefined ? {} : { counter: options.counter }),
       ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
     });
@@ -361,7 +366,11 @@ export const runController = <Task, R>(
             if (change.type !== "DELETED") yield* wakeFor(key, "object changed");
             return;
           }
-          if (change.type === "DELETED") observer.taskGone?.(object.metadata.uid);
+          if (change.type === "DELETED") {
+            observer.taskGone?.(object.metadata.uid);
+            foreign.forget(object.metadata.uid);
+          }
+          yield* reportForeignWrites(foreign.drain(), recorder, observer);
           const { wake, orphaned } = scheduler.changed({ type: change.type, facts });
           if (orphaned !== undefined)
             yield* Effect.logInfo(

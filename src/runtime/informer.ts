@@ -93,6 +93,8 @@ export interface InformerOptions {
   /** Count LIST/WATCH requests here (default: a counter of its own, see `stats`). */
   readonly counter?: RequestCounter;
   readonly echoes?: "emit" | "suppress";
+  /** Sees every listed or watched object as the server sent it, before the cache drops parts of it. */
+  readonly inspect?: (object: KubeObject) => void;
   /**
    * Test hook: runs before every watch starts and returns the resourceVersion to watch from. A test can
    * hold the watch (to change objects while nobody watches) and return an expired version to force a 410.
@@ -309,8 +311,10 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
         const pageItems = Predicate.isObject(data) && "items" in data ? data.items : undefined;
         if (Array.isArray(pageItems)) {
           for (const item of pageItems) {
-            if (isKubeObject(item)) items.push(cacheObject(item));
-            else stats.malformed += 1;
+            if (isKubeObject(item)) {
+              options.inspect?.(item);
+              items.push(cacheObject(item));
+            } else stats.malformed += 1;
           }
         }
         const field = (name: string): string | undefined => {
@@ -366,7 +370,10 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
           }
           stats.events += 1;
           if (type === "DELETED") observeDeleted(cacheObject(object));
-          else if (type === "ADDED" || type === "MODIFIED") observe(cacheObject(object));
+          else if (type === "ADDED" || type === "MODIFIED") {
+            options.inspect?.(object);
+            observe(cacheObject(object));
+          }
           resourceVersion = object.metadata.resourceVersion;
         };
         const onDone = (error: unknown): void => {

@@ -12,6 +12,7 @@
  * - `opstask_api_faults_total{operation,fault}`: failed, slow and given-up writes, watch expiries and
  *   failures, retried and dropped Events (closed label sets: fault-counter.ts);
  * - `opstask_api_unreachable_seconds`: how long the API server has not answered (0 while it does);
+ * - `opstask_foreign_writes_total{manager,field}`: tasks another controller wrote (foreign-writers.ts);
  * - `opstask_leader`: 1 while this instance leads (or runs without leader election);
  * - Node's process metrics (`opstask_process_*`, `opstask_nodejs_*`).
  */
@@ -40,6 +41,8 @@ export interface ControllerObserver {
     task: { readonly key: string; readonly uid: string; readonly runId: string },
     pass: Pass,
   ) => void;
+  /** Another field manager wrote a task's status or added our finalizer (foreign-writers.ts). */
+  readonly foreignWrite?: (manager: string, field: string) => void;
 }
 
 export const noObserver: ControllerObserver = { passEnded: () => {}, taskFinished: () => {} };
@@ -95,7 +98,14 @@ export const makeControllerMetrics = (prefix = "opstask_"): ControllerMetrics =>
     tasks.remove({ ...labels });
     duration.remove({ ...labels });
   };
+  const foreignWrites = new Counter({
+    name: `${prefix}foreign_writes_total`,
+    help: "Tasks another controller wrote (status, or our finalizer), by its field manager; reported once per task",
+    labelNames: ["manager", "field"] as const,
+    registers: [registry],
+  });
   const observer: ControllerObserver = {
+    foreignWrite: (manager, field) => foreignWrites.inc({ manager, field }),
     passEnded: (result, seconds) => {
       passes.inc({ result });
       passSeconds.observe(seconds);

@@ -97,7 +97,10 @@ export const startStandIn = async (options: StandInOptions = {}): Promise<StandI
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
-    const [path = "", query = ""] = (req.url ?? "").split(/\?(.*)/s);
+    // A client sending through a proxy (etcd-druid with HTTP_PROXY pointing here) asks for the
+    // absolute URL; the stand-in answers it as the sidecar that URL names.
+    const target = (req.url ?? "").replace(/^https?:\/\/[^/]*/, "");
+    const [path = "", query = ""] = target.split(/\?(.*)/s);
     const socket = req.socket;
     const tls = socket instanceof TLSSocket ? socket : undefined;
     const sni = tls !== undefined && typeof tls.servername === "string" ? tls.servername : undefined;

@@ -1,0 +1,147 @@
+/**
+ * Noticing another controller on our tasks (etcd-druid ≥ v0.34 runs its own EtcdOpsTask controller,
+ * which nothing in its configuration turns off): a field manager other than ours that wrote a task's
+ * status, or that owns our finalizer (druid adds the very same finalizer name, so its presence says
+ * nothing; who added it does). opstask does not fight over the object: it says so, once per task and
+ * writer, with a Warning Event, a metric and a log line, and deploy/coexistence/ shows how to keep the
+ * other controller off.
+ *
+ * Judged from `metadata.managedFields`, which the informer cache drops to save memory
+ * (cache-object.ts): `inspect` runs on the object as it arrives, before that, and costs a walk over its
+ * few managedFields entries. Findings wait in a small queue until the controller drains them.
+ */
+import * as Effect from "effect/Effect";
+import type { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
+import type { KubeObject } from "../kube/object.ts";
+import type { ControllerObserver } from "./metrics.ts";
+
+/** What another writer did to a task. */
+export type ForeignField = "status" | "finalizer";
+
+export interface ForeignWrite {
+  readonly field: ForeignField;
+  /** The other field manager (e.g. `etcd-druid`). */
+  readonly manager: string;
+  readonly task: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly uid: string;
+    readonly resourceVersion: string;
+  };
+}
+
+export interface ForeignWriterOptions {
+  /** Our own field managers (the controller writes as `opstask`). */
+  readonly ownManagers: ReadonlyArray<string>;
+  /** Our finalizer. */
+  readonly finalizer: string;
+  /** Tasks remembered as reported (oldest forgotten beyond this; a repeat report is harmless). */
+  readonly maxRemembered?: number;
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** The foreign writes recorded in an object's managedFields (pure; empty for most objects). */
+export const foreignWrites = (
+  object: KubeObject,
+  options: Pick<ForeignWriterOptions, "ownManagers" | "finalizer">,
+): ForeignWrite[] => {
+  const entries = object.metadata.managedFields;
+  if (!Array.isArray(entries)) return [];
+  const { name, namespace, uid, resourceVersion } = object.metadata;
+  const task = { name, namespace, uid, resourceVersion };
+  const finalizerKey = `v:${JSON.stringify(options.finalizer)}`;
+  const found: ForeignWrite[] = [];
+  for (const entry of entries) {
+    if (!isRecord(entry)) continue;
+    const manager = typeof entry.manager === "string" ? entry.manager : "";
+    // A writer that sent neither a field manager nor a User-Agent is recorded as "unknown": it cannot
+    // be told apart from our own writes made before they carried a field manager, so it is not
+    // reported (etcd-druid always names itself: client-go sends its binary's name).
+    if (manager === "" || manager === "unknown" || options.ownManagers.includes(manager)) continue;
+    if (entry.subresource === "status") {
+      found.push({ field: "status", manager, task });
+      continue;
+    }
+    const fields = isRecord(entry.fieldsV1) ? entry.fieldsV1 : undefined;
+    const metadata =
+      fields !== undefined && isRecord(fields["f:metadata"]) ? fields["f:metadata"] : undefined;
+    const finalizers =
+      metadata !== undefined && isRecord(metadata["f:finalizers"]) ? metadata["f:finalizers"] : undefined;
+    if (finalizers !== undefined && finalizerKey in finalizers)
+      found.push({ field: "finalizer", manager, task });
+  }
+  return found;
+};
+
+export interface ForeignWriterWatch {
+  /** Looks at an object as it arrives (before the cache drops its managedFields). */
+  readonly inspect: (object: KubeObject) => void;
+  /** The foreign writes not reported yet (each task, writer and field once). */
+  readonly drain: () => ForeignWrite[];
+  /** A task is gone: it may be reported again if it comes back under the same UID (it cannot). */
+  readonly forget: (uid: string) => void;
+}
+
+export const makeForeignWriterWatch = (options: ForeignWriterOptions): ForeignWriterWatch => {
+  const maxRemembered = options.maxRemembered ?? 10_000;
+  /** By task UID (oldest first): the `manager field` pairs reported. Empty unless someone else writes. */
+  const reported = new Map<string, Set<string>>();
+  const pending: ForeignWrite[] = [];
+  return {
+    inspect: (object) => {
+      for (const write of foreignWrites(object, options)) {
+        const pair = `${write.manager} ${write.field}`;
+        const seen = reported.get(write.task.uid);
+        if (seen?.has(pair)) continue;
+        if (seen === undefined) reported.set(write.task.uid, new Set([pair]));
+        else seen.add(pair);
+        if (reported.size > maxRemembered) reported.delete(reported.keys().next().value ?? "");
+        pending.push(write);
+      }
+    },
+    drain: () => pending.splice(0),
+    forget: (uid) => {
+      reported.delete(uid);
+    },
+  };
+};
+
+/** The Event's and log line's text for a foreign write. */
+export const foreignWriteNote = (write: ForeignWrite): string =>
+  write.field === "status"
+    ? `field manager "${write.manager}" wrote this task's status: another controller acts on it (etcd-druid's EtcdOpsTask controller?); opstask does not fight over it. Keep one controller per task (see deploy/coexistence).`
+    : `field manager "${write.manager}" added the finalizer opstask uses: another controller acts on this task (etcd-druid's EtcdOpsTask controller?); opstask does not fight over it. Keep one controller per task (see deploy/coexistence).`;
+
+/** The field manager of the controller's own writes. */
+export const ownFieldManagers: ReadonlyArray<string> = ["opstask"];
+
+/** Says so, for each foreign write: a Warning Event on the task, a metric, a log line. */
+export const reportForeignWrites = (
+  writes: ReadonlyArray<ForeignWrite>,
+  recorder: EventRecorder["Service"],
+  observer: ControllerObserver,
+): Effect.Effect<void> =>
+  writes.length === 0
+    ? Effect.void
+    : Effect.forEach(
+        writes,
+        (write) =>
+          Effect.gen(function* () {
+            observer.foreignWrite?.(write.manager, write.field);
+            yield* Effect.logWarning("another controller writes this task").pipe(
+              Effect.annotateLogs({
+                task: `${write.task.namespace}/${write.task.name}`,
+                manager: write.manager,
+                field: write.field,
+              }),
+            );
+            yield* recorder.record(write.task, {
+              type: "Warning",
+              reason: "ForeignWriter",
+              note: foreignWriteNote(write),
+            });
+          }),
+        { discard: true },
+      );

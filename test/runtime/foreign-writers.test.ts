@@ -1,0 +1,118 @@
+import { describe, expect, it } from "vitest";
+import { Finalizer } from "../../src/etcd/api/etcdopstask.ts";
+import type { KubeObject } from "../../src/kube/object.ts";
+import { foreignWrites, makeForeignWriterWatch } from "../../src/runtime/foreign-writers.ts";
+
+const options = { ownManagers: ["opstask"], finalizer: Finalizer };
+
+/** managedFields as the apiserver records a merge/JSON patch (operation Update). */
+const statusEntry = (manager: string) => ({
+  manager,
+  operation: "Update",
+  apiVersion: "druid.gardener.cloud/v1alpha1",
+  fieldsType: "FieldsV1",
+  fieldsV1: { "f:status": { ".": {}, "f:state": {}, "f:lastOperation": { ".": {}, "f:type": {} } } },
+  subresource: "status",
+});
+const finalizerEntry = (manager: string, finalizer: string) => ({
+  manager,
+  operation: "Update",
+  apiVersion: "druid.gardener.cloud/v1alpha1",
+  fieldsType: "FieldsV1",
+  fieldsV1: { "f:metadata": { "f:finalizers": { ".": {}, [`v:${JSON.stringify(finalizer)}`]: {} } } },
+});
+const specEntry = (manager: string) => ({
+  manager,
+  operation: "Update",
+  apiVersion: "druid.gardener.cloud/v1alpha1",
+  fieldsType: "FieldsV1",
+  fieldsV1: { "f:spec": { ".": {}, "f:etcdName": {}, "f:config": {} } },
+});
+
+const task = (uid: string, managedFields: unknown[]): KubeObject => ({
+  apiVersion: "druid.gardener.cloud/v1alpha1",
+  kind: "EtcdOpsTask",
+  metadata: {
+    name: `task-${uid}`,
+    namespace: "shoot",
+    uid,
+    resourceVersion: "7",
+    finalizers: [Finalizer],
+    managedFields,
+  },
+});
+
+describe("foreignWrites", () => {
+  it("finds nothing in our own writes, a creator's spec, another finalizer, or a nameless writer", () => {
+    const object = task("u-1", [
+      specEntry("kubectl-create"),
+      finalizerEntry("opstask", Finalizer),
+      statusEntry("opstask"),
+      finalizerEntry("kubectl-edit", "example.com/keep"),
+      statusEntry(""),
+      statusEntry("unknown"),
+    ]);
+    expect(foreignWrites(object, options)).toEqual([]);
+    expect(foreignWrites(task("u-2", []), options)).toEqual([]);
+    expect(
+      foreignWrites(
+        { ...task("u-3", []), metadata: { ...task("u-3", []).metadata, managedFields: undefined } },
+        options,
+      ),
+    ).toEqual([]);
+  });
+
+  it("finds another manager's status write and another manager owning our finalizer", () => {
+    const object = task("u-1", [
+      specEntry("kubectl-create"),
+      finalizerEntry("etcd-druid", Finalizer),
+      statusEntry("etcd-druid"),
+    ]);
+    const found = foreignWrites(object, options);
+    expect(found.map((write) => [write.manager, write.field])).toEqual([
+      ["etcd-druid", "finalizer"],
+      ["etcd-druid", "status"],
+    ]);
+    expect(found[0]?.task).toEqual({
+      name: "task-u-1",
+      namespace: "shoot",
+      uid: "u-1",
+      resourceVersion: "7",
+    });
+  });
+});
+
+describe("makeForeignWriterWatch", () => {
+  it("reports each task, writer and field once, until the task is forgotten", () => {
+    const watch = makeForeignWriterWatch(options);
+    const druid = task("u-1", [statusEntry("etcd-druid")]);
+    watch.inspect(druid);
+    watch.inspect(druid);
+    expect(watch.drain().map((write) => `${write.task.uid} ${write.manager} ${write.field}`)).toEqual([
+      "u-1 etcd-druid status",
+    ]);
+    expect(watch.drain()).toEqual([]);
+
+    // The same task, now also with druid's finalizer: only what is new is reported.
+    watch.inspect(task("u-1", [statusEntry("etcd-druid"), finalizerEntry("etcd-druid", Finalizer)]));
+    expect(watch.drain().map((write) => write.field)).toEqual(["finalizer"]);
+
+    watch.inspect(task("u-2", [statusEntry("other-operator")]));
+    watch.forget("u-1");
+    watch.inspect(druid);
+    expect(watch.drain().map((write) => `${write.task.uid} ${write.manager}`)).toEqual([
+      "u-2 other-operator",
+      "u-1 etcd-druid",
+    ]);
+  });
+
+  it("stays bounded: beyond maxRemembered the oldest task may be reported again", () => {
+    const watch = makeForeignWriterWatch({ ...options, maxRemembered: 2 });
+    for (const uid of ["a", "b", "c"]) watch.inspect(task(uid, [statusEntry("etcd-druid")]));
+    expect(watch.drain()).toHaveLength(3);
+    watch.inspect(task("c", [statusEntry("etcd-druid")]));
+    expect(watch.drain()).toHaveLength(0);
+    watch.inspect(task("a", [statusEntry("etcd-druid")]));
+    expect(watch.drain()).toHaveLength(1);
+  });
+});

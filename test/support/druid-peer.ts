@@ -1,0 +1,185 @@
+/**
+ * Where the real etcd-druid comes from, for the benchmark, the coexistence test and the defect script
+ * that compare opstask with it. druid is an external reference, never a dependency: everything here
+ * answers "absent" (with one plain sentence) when it is not given.
+ *
+ *   OPSTASK_DRUID_BINARY   a built etcd-druid binary (its chart is then looked for at ../charts, or
+ *                          taken from OPSTASK_DRUID_SOURCE)
+ *   OPSTASK_DRUID_SOURCE   etcd-druid's source: a tarball made by `git archive` (default:
+ *                          ../shared/peers/etcd-druid-*.tar.gz beside the clone) or an unpacked tree
+ *
+ * A tarball is unpacked and built once (`go build ./cmd`, a few minutes on 2 cores) into
+ * ~/.cache/opstask/etcd-druid-<commit>/, keyed by the commit `git archive` wrote into the tarball's
+ * header (the file's SHA-256 when there is none).
+ */
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { createReadStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { createGunzip } from "node:zlib";
+import { repoRoot } from "./cluster.ts";
+
+export interface DruidPeer {
+  readonly binary: string;
+  /** The unpacked source (or checkout): its charts/ holds the RBAC, the operator config and the CRDs. */
+  readonly sourceDir: string;
+  /** Commit (or content hash) the binary was built from, when known. */
+  readonly revision: string;
+}
+
+export type DruidLookup =
+  | { readonly found: true; readonly peer: DruidPeer }
+  | { readonly found: false; readonly reason: string };
+
+const cacheRoot = join(homedir(), ".cache", "opstask");
+
+/** The commit id `git archive` stores in the pax global header (`52 comment=<sha>`), if any. */
+const tarballCommit = (tarball: string): Promise<string | undefined> =>
+  new Promise((done) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const input = createReadStream(tarball);
+    const gunzip = createGunzip();
+    const finish = () => {
+      input.destroy();
+      gunzip.destroy();
+      const header = Buffer.concat(chunks).subarray(0, 1536).toString("latin1");
+      done(/\d+ comment=([0-9a-f]{40})\n/.exec(header)?.[1]);
+    };
+    gunzip.on("data", (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= 1536) finish();
+    });
+    gunzip.on("end", finish);
+    gunzip.on("error", () => done(undefined));
+    input.on("error", () => done(undefined));
+    input.pipe(gunzip);
+  });
+
+const fileHash = (path: string): Promise<string> =>
+  new Promise((done, fail) => {
+    const hash = createHash("sha256");
+    createReadStream(path)
+      .on("data", (chunk) => hash.update(chunk))
+      .on("end", () => done(hash.digest("hex")))
+      .on("error", fail);
+  });
+
+const run = (command: string, args: string[], cwd: string, timeoutMs: number): Promise<string> =>
+  new Promise((done, fail) => {
+    const child = spawn(command, args, {
+      cwd,
+      env: { ...process.env, CGO_ENABLED: "0" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-4000);
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-4000);
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      fail(error);
+    });
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) done(output);
+      else fail(new Error(`${command} ${args.join(" ")} ended with ${code ?? signal}:\n${output}`));
+    });
+  });
+
+const defaultTarball = (): string | undefined => {
+  const peers = resolve(repoRoot, "..", "shared", "peers");
+  if (!existsSync(peers)) return undefined;
+  const match = readdirSync(peers)
+    .filter((file) => /^etcd-druid-.*\.tar\.gz$/.test(file))
+    .sort()
+    .at(-1);
+  return match === undefined ? undefined : join(peers, match);
+};
+
+const hasChart = (dir: string): boolean =>
+  existsSync(join(dir, "charts", "templates", "clusterrole.yaml")) && existsSync(join(dir, "charts", "crds"));
+
+/** Unpacks and builds a source tarball into the cache (once per commit); resolves with the peer. */
+const buildFromTarball = async (tarball: string, log: (line: string) => void): Promise<DruidPeer> => {
+  const revision = (await tarballCommit(tarball)) ?? `sha256-${(await fileHash(tarball)).slice(0, 40)}`;
+  const dir = join(cacheRoot, `etcd-druid-${revision.slice(0, 12)}`);
+  const sourceDir = join(dir, "src");
+  const binary = join(dir, "etcd-druid");
+  if (existsSync(binary) && hasChart(sourceDir)) return { binary, sourceDir, revision };
+  mkdirSync(dir, { recursive: true });
+  if (!hasChart(sourceDir)) {
+    const unpacking = `${sourceDir}.tmp-${process.pid}`;
+    rmSync(unpacking, { recursive: true, force: true });
+    mkdirSync(unpacking, { recursive: true });
+    await run("tar", ["-xzf", tarball, "-C", unpacking], dir, 120_000);
+    rmSync(sourceDir, { recursive: true, force: true });
+    renameSync(unpacking, sourceDir);
+  }
+  log(`building etcd-druid ${revision.slice(0, 12)} from ${tarball} (a few minutes on 2 cores)`);
+  const building = `${binary}.tmp-${process.pid}`;
+  await run("go", ["build", "-o", building, "./cmd"], sourceDir, 40 * 60_000);
+  renameSync(building, binary);
+  return { binary, sourceDir, revision };
+};
+
+/**
+ * Finds (or builds) druid from the environment or (unless `sharedTarball: false`, as for tests, which
+ * run druid only where it is given) the default tarball. Never throws for "not given"; a given path
+ * that does not work is an error worth showing, so it does throw then.
+ */
+export const findDruid = async (
+  log: (line: string) => void = () => {},
+  options: { readonly sharedTarball?: boolean } = {},
+): Promise<DruidLookup> => {
+  const givenBinary = process.env.OPSTASK_DRUID_BINARY;
+  const givenSource = process.env.OPSTASK_DRUID_SOURCE;
+  const source =
+    givenSource !== undefined && givenSource !== ""
+      ? resolve(givenSource)
+      : options.sharedTarball === false
+        ? undefined
+        : defaultTarball();
+  if (source !== undefined && (givenBinary === undefined || givenBinary === "")) {
+    if (!existsSync(source)) throw new Error(`OPSTASK_DRUID_SOURCE=${source}: no such file or directory`);
+    if (statSync(source).isDirectory()) {
+      if (!hasChart(source))
+        throw new Error(`OPSTASK_DRUID_SOURCE=${source}: no charts/ (not druid's source?)`);
+      const binary = join(source, "bin", "etcd-druid");
+      if (!existsSync(binary)) {
+        log(`building etcd-druid in ${source}`);
+        await run("go", ["build", "-o", binary, "./cmd"], source, 40 * 60_000);
+      }
+      return { found: true, peer: { binary, sourceDir: source, revision: "checkout" } };
+    }
+    return { found: true, peer: await buildFromTarball(source, log) };
+  }
+  if (givenBinary !== undefined && givenBinary !== "") {
+    const binary = resolve(givenBinary);
+    if (!existsSync(binary)) throw new Error(`OPSTASK_DRUID_BINARY=${binary}: no such file`);
+    const beside = resolve(dirname(binary), "..");
+    if (hasChart(beside))
+      return { found: true, peer: { binary, sourceDir: beside, revision: "given binary" } };
+    if (source !== undefined && existsSync(source)) {
+      // The chart (RBAC, CRDs, operator config defaults) comes from the source; the binary as given.
+      const unpacked = statSync(source).isDirectory()
+        ? source
+        : (await buildFromTarball(source, log)).sourceDir;
+      return { found: true, peer: { binary, sourceDir: unpacked, revision: "given binary" } };
+    }
+    throw new Error(
+      `OPSTASK_DRUID_BINARY=${binary}: its chart (charts/templates/clusterrole.yaml, charts/crds) is not at ${beside}; set OPSTASK_DRUID_SOURCE to druid's source tarball or checkout`,
+    );
+  }
+  return {
+    found: false,
+    reason:
+      "etcd-druid not given (OPSTASK_DRUID_BINARY or OPSTASK_DRUID_SOURCE, or ../shared/peers/etcd-druid-*.tar.gz beside the clone)",
+  };
+};
