@@ -123,6 +123,7 @@ export class SimulatedController<Task> {
       const [key, at] = due;
       this.#options.clock.set(Math.max(at, this.#options.clock.now()));
       this.#timers.delete(key);
+      this.#scheduler.timerFired(key);
       this.#enqueue(key);
       this.runUntilIdle();
     }
