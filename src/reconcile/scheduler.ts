@@ -192,7 +192,7 @@ export class TaskScheduler<K extends Kept = Kept> {
     const retry = this.#retry.get(facts.metadata.uid) ?? noRetry;
     return {
       task: observe(facts, this.#options.supported),
-      peers: peersOf(facts, peers),
+      peers: peersOf(facts, peers, this.#options.config.finalizer),
       now,
       runId,
       retries: retry.retries,
