@@ -101,6 +101,8 @@ export const startOpstask = async (
     configFile,
     stringify({
       kubeconfig,
+      // Loopback and read by this process only: plain HTTP (the Deployment serves them securely).
+      metricsSecure: false,
       metricsAddress: `127.0.0.1:${metricsPort}`,
       probeAddress: "0",
       logFormat: "json",
