@@ -81,6 +81,8 @@ export interface OpstaskSettings {
   readonly options?: Readonly<Record<string, string | number | boolean>>;
   /** Node flags before the script (e.g. --cpu-prof), on top of the Deployment's NODE_OPTIONS. */
   readonly nodeArgs?: readonly string[];
+  /** Instead of the Deployment's NODE_OPTIONS (experiments). */
+  readonly nodeOptions?: string;
   readonly logLevel?: "info" | "debug";
   readonly onLine?: (line: string) => void;
 }
@@ -138,6 +140,7 @@ export const startOpstask = async (
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: process.env.HOME ?? "/tmp",
       ...deployedEnv(),
+      ...(settings.nodeOptions === undefined ? {} : { NODE_OPTIONS: settings.nodeOptions }),
     },
     cwd: plane.dir,
     scratchDir: plane.dir,
