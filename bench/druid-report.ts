@@ -187,7 +187,8 @@ export const printReport = (input: ReportInput): void => {
   const withRatio = controllers.length === 2;
   console.log(`| ${[...header, ...(withRatio ? ["opstask ÷ druid"] : [])].join(" | ")} |`);
   console.log(`|---|${controllers.map(() => "---:").join("|")}|${withRatio ? "---:|" : ""}`);
-  for (const row of rows) {
+  // Rows no run measured (e.g. the restart rows with --cache-tasks 0) are left out.
+  for (const row of rows.filter((candidate) => controllers.some((which) => candidate.of(which).length > 0))) {
     const cells = controllers.map((which) => spread(row.of(which), row.digits));
     const ratio = withRatio ? [fmt(medianOf(row.of("opstask")) / medianOf(row.of("druid")), 2)] : [];
     console.log(`| ${[row.figure, ...cells, ...ratio].join(" | ")} |`);

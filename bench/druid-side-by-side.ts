@@ -28,7 +28,7 @@
  *
  * Run: scripts/bench druid-side-by-side [--tasks N] [--rounds R] [--single K] [--delete-tasks D]
  *        [--cache-tasks M] [--idle-seconds S] [--in-flight F] [--sidecar-delay-ms MS]
- *        [--druid-qps Q] [--only druid|opstask] [--cpu-prof DIR]
+ *        [--druid-qps Q] [--only druid|opstask] [--cpu-prof DIR] [--opstask-node-options "FLAGS"]
  * Defaults: N 1,000, R 2, K 10, D 100, M 10,000, S 30, F 20, MS 0; about 25 minutes on 2 CPUs.
  * `--cpu-prof DIR` runs opstask with --cpu-prof into DIR (one profile per process, on exit) and takes
  * a heap snapshot of it with the settled tasks cached; bench/profile-summary.ts reads both.
@@ -41,6 +41,7 @@ import { startControlPlane } from "../src/devcluster/control-plane.ts";
 import { Mode, startStandIn } from "../test/etcd/support/stand-in.ts";
 import { type AuditedRequest, auditLog, isWrite } from "../test/support/audit-log.ts";
 import { createTestNamespace, repoRoot } from "../test/support/cluster.ts";
+import { deployedEnv } from "../test/support/deployed-env.ts";
 import { type DruidPeer, findDruid } from "../test/support/druid-peer.ts";
 import { druidCrdFiles, installDruid } from "../test/support/druid-process.ts";
 import { installOpstask } from "../test/support/opstask-process.ts";
@@ -88,6 +89,8 @@ const params = {
   druidQps: Math.max(1, intArg("druid-qps", 5_000)),
   only: argValue("only") as Which | undefined,
   cpuProf: argValue("cpu-prof"),
+  /** opstask's NODE_OPTIONS instead of the Deployment's (to compare V8 settings). */
+  opstaskNodeOptions: argValue("opstask-node-options"),
 };
 
 const progress = (line: string): void => {
@@ -150,10 +153,14 @@ process.once("SIGINT", stopAll);
 process.once("SIGTERM", stopAll);
 
 /** Node flags for opstask when profiling: a CPU profile on exit, a heap snapshot on SIGUSR2. */
-const profiling = (which: Which): { nodeArgs?: string[] } =>
-  params.cpuProf === undefined || which !== "opstask"
+const profiling = (which: Which): { nodeArgs?: string[]; nodeOptions?: string } => ({
+  ...(params.cpuProf === undefined || which !== "opstask"
     ? {}
-    : { nodeArgs: ["--cpu-prof", `--diagnostic-dir=${params.cpuProf}`, "--heapsnapshot-signal=SIGUSR2"] };
+    : { nodeArgs: ["--cpu-prof", `--diagnostic-dir=${params.cpuProf}`, "--heapsnapshot-signal=SIGUSR2"] }),
+  ...(params.opstaskNodeOptions === undefined || which !== "opstask"
+    ? {}
+    : { nodeOptions: params.opstaskNodeOptions }),
+});
 
 const runBurst = async (which: Which, round: number): Promise<void> => {
   const user = userOf(which);
@@ -377,7 +384,7 @@ printReport({
   bursts,
   caches,
   problems,
-  machine: `${cpus().length} CPUs, Node ${process.version}; load ${fmt(loadAtStart, 2)} → ${fmt(loadavg()[0] ?? 0, 2)}`,
+  machine: `opstask NODE_OPTIONS \`${params.opstaskNodeOptions ?? deployedEnv().NODE_OPTIONS ?? ""}\`; ${cpus().length} CPUs, Node ${process.version}; load ${fmt(loadAtStart, 2)} → ${fmt(loadavg()[0] ?? 0, 2)}`,
   wallSeconds: (performance.now() - began) / 1000,
 });
 process.exit(0);

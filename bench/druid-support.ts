@@ -142,6 +142,8 @@ export interface StartOptions {
   readonly druidQps: number;
   /** Node flags for opstask (profiling). */
   readonly nodeArgs?: readonly string[];
+  /** opstask's NODE_OPTIONS instead of the Deployment's. */
+  readonly nodeOptions?: string;
 }
 
 export const userOf = (which: Which): string => (which === "druid" ? druidUser : opstaskUser);
@@ -168,6 +170,7 @@ export const startController = async (
     namespaces: [options.namespace],
     resolve: options.etcds.map((etcd) => `${etcd}-client.${options.namespace}:*:127.0.0.1`),
     ...(options.nodeArgs === undefined ? {} : { nodeArgs: options.nodeArgs }),
+    ...(options.nodeOptions === undefined ? {} : { nodeOptions: options.nodeOptions }),
   });
   return { which, pid: opstask.pid, lines: opstask.lines, stop: opstask.stop };
 };

@@ -5,7 +5,7 @@
  * its own). For comparisons with etcd-druid in the same cluster. Leader election off (as druid's chart
  * default), metrics on 127.0.0.1, probes off.
  */
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { parseAllDocuments, stringify } from "yaml";
@@ -42,12 +42,28 @@ export const installOpstask = async (plane: ControlPlane): Promise<void> => {
   await applyObjects(plane.makeKubeConfig(), objects);
 };
 
+/** Bundles of processes that are gone (a worker's exit hook does not always run). */
+const removeStaleBundles = (): void => {
+  const build = join(repoRoot, ".build");
+  if (!existsSync(build)) return;
+  for (const entry of readdirSync(build)) {
+    const pid = Number(/^opstask-peer-(?:plain-)?(\d+)$/.exec(entry)?.[1]);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      process.kill(pid, 0);
+    } catch {
+      rmSync(join(build, entry), { recursive: true, force: true });
+    }
+  }
+};
+
 const bundled = new Map<boolean, Promise<string>>();
 /** The CLI bundled once per process (into .build/opstask-peer); unminified for readable profiles. */
 export const bundledCli = (minify = true): Promise<string> => {
   const known = bundled.get(minify);
   if (known !== undefined) return known;
   // One directory per process: test files run in parallel workers, and bundle() empties its directory.
+  removeStaleBundles();
   const dir = `.build/opstask-peer-${minify ? "" : "plain-"}${process.pid}`;
   const made = bundle("src/cli/main.ts", dir, minify);
   bundled.set(minify, made);
@@ -65,6 +81,8 @@ export interface OpstaskSettings {
   readonly options?: Readonly<Record<string, string | number | boolean>>;
   /** Node flags before the script (e.g. --cpu-prof), on top of the Deployment's NODE_OPTIONS. */
   readonly nodeArgs?: readonly string[];
+  /** Instead of the Deployment's NODE_OPTIONS (experiments). */
+  readonly nodeOptions?: string;
   readonly logLevel?: "info" | "debug";
   readonly onLine?: (line: string) => void;
 }
@@ -124,6 +142,7 @@ export const startOpstask = async (
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: process.env.HOME ?? "/tmp",
       ...deployedEnv(),
+      ...(settings.nodeOptions === undefined ? {} : { NODE_OPTIONS: settings.nodeOptions }),
     },
     cwd: plane.dir,
     scratchDir: plane.dir,
