@@ -86,14 +86,18 @@ export {
 export { completed, failed, retry } from "./library/outcome.ts";
 export { type PromiseHandler, type PromisePhase, promiseHandler } from "./library/promise-handler.ts";
 export {
+  type LeaderElectionOptions,
   type LifecycleTiming,
   type LogLevel,
+  type MetricsEndpoint,
   runTaskController,
   type TaskController,
   type TaskControllerBaseOptions,
   type TaskControllerOptions,
+  TaskControllerStartError,
 } from "./library/run-task-controller.ts";
 export type { ServicesOption } from "./library/services-option.ts";
+export type { StartFailure } from "./library/start-checks.ts";
 export { machineVersion, type TaskMachine, taskMachine } from "./machine/task-machine.ts";
 export type {
   DuplicatePolicy,
@@ -152,7 +156,9 @@ export {
 } from "./runtime/controller.ts";
 export {
   type ControllerMetrics,
+  type ControllerMetricsOptions,
   type ControllerObserver,
   makeControllerMetrics,
+  metricLabelOf,
   noObserver,
 } from "./runtime/metrics.ts";

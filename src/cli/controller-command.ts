@@ -23,12 +23,12 @@ import { runTaskController, type TaskController } from "../library/run-task-cont
 import { ContactCounter } from "../runtime/api-contact.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
+import { startMetricsServer } from "../runtime/metrics-server.ts";
+import { startOpsServer } from "../runtime/ops-server.ts";
+import { notReadyReason } from "../runtime/readiness.ts";
 import { sumQueueMetrics } from "../runtime/work-queue.ts";
 import { alsoObserve } from "../ui/also-observe.ts";
-import { startMetricsServer } from "./metrics-server.ts";
-import { startOpsServer } from "./ops-server.ts";
 import { type ControllerOptions, controllerHelp, OptionError, readControllerOptions } from "./options.ts";
-import { notReadyReason } from "./readiness.ts";
 
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const;
 

@@ -73,6 +73,8 @@ export interface ControllerOptions<Task, R> {
   readonly counter?: RequestCounter;
   /** Told about every pass and every finished task (metrics). */
   readonly observer?: ControllerObserver;
+  /** Field managers of our own writes besides `opstask` (a library user's `fieldManager`): not foreign. */
+  readonly fieldManagers?: ReadonlyArray<string>;
 }
 
 /** What the controller exposes while it runs. */
@@ -129,7 +131,10 @@ export const runController = <Task, R>(
     const aborts = new Map<number, AbortController>();
     const supported = supportedMembers(handlers);
     // Another controller writing our tasks (etcd-druid's own) is noticed as objects arrive (foreign-writers.ts).
-    const foreign = makeForeignWriterWatch({ ownManagers: ownFieldManagers, finalizer: kind.finalizer });
+    const foreign = makeForeignWriterWatch({
+      ownManagers: [...ownFieldManagers, ...(options.fieldManagers ?? [])],
+      finalizer: kind.finalizer,
+    });
     const informer = yield* makeInformer({
       kubeConfig: options.kubeConfig,
       resource: kind.resource,
