@@ -1,6 +1,6 @@
 /**
  * Step 5 of docs/library.md: kubectl-style commands for Greetings. `node cli.ts get`,
- * `node cli.ts describe hi`, `node cli.ts wait hi --for=condition=Succeeded`, `node cli.ts delete hi`
+ * `node cli.ts describe hi`, `node cli.ts wait hi`, `node cli.ts delete hi`
  * read the tasks through the kind's own decoder, as `opstask` does for EtcdOpsTask.
  */
 import { cliKindOf, taskCli } from "opstask/cli";

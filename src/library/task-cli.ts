@@ -5,7 +5,7 @@
  *   import { cliKindOf, taskCli } from "opstask/cli";
  *   process.exitCode = await taskCli([cliKindOf(greetingKind)])(process.argv.slice(2));
  *
- * `greeter get`, `greeter describe hi`, `greeter wait hi --for=condition=Succeeded`, `greeter delete hi`
+ * `greeter get`, `greeter describe hi`, `greeter wait hi`, `greeter delete hi`
  * then read the tasks through the kind's own decoder, with its words and columns.
  */
 import type { CliKind } from "../cli/task/cli-kind.ts";
