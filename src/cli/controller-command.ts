@@ -19,7 +19,11 @@ import { startStatelyInspector } from "../inspect/stately-inspector.ts";
 import { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
 import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
 import { KubeconfigError, loadKubeClient } from "../kube/kubeconfig-loader.ts";
-import { runTaskController, type TaskController } from "../library/run-task-controller.ts";
+import {
+  runTaskController,
+  type TaskController,
+  TaskControllerStartError,
+} from "../library/run-task-controller.ts";
 import { ContactCounter } from "../runtime/api-contact.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
@@ -40,7 +44,7 @@ export const serveController = async (
   kubeConfig: KubeAccess,
   options: ControllerOptions,
   signal: AbortSignal,
-): Promise<"stopped" | "lost"> => {
+): Promise<"stopped" | "lost" | "failed"> => {
   // Every request is counted here, and it tells /readyz whether the API server still answers.
   const counter = new ContactCounter();
   const faults = new FaultCounter();
@@ -102,6 +106,7 @@ export const serveController = async (
           ...(options.namespaces.length === 0 ? {} : { namespace: options.namespaces }),
           concurrency: options.concurrency,
           duplicatePolicy: options.duplicatePolicy,
+          crdManifest: "deploy/crds/",
           timing: {
             requeueIntervalMs: options.requeueInterval,
             backoffBaseMs: options.backoffBase,
@@ -171,6 +176,15 @@ export const serveController = async (
     signal.addEventListener("abort", () => resolve(), { once: true });
     fiber.addObserver(() => resolve());
   });
+  // The controller could not start (the CRD is not installed, the cluster does not answer): say why.
+  const ended = fiber.pollUnsafe();
+  const failure = ended === undefined ? undefined : Exit.findErrorOption(ended);
+  const startError =
+    failure?._tag === "Some" && failure.value instanceof Error
+      ? failure.value.cause instanceof TaskControllerStartError
+        ? failure.value.cause
+        : failure.value
+      : undefined;
   await Effect.runPromise(Fiber.interrupt(fiber));
   await Effect.runPromise(Scope.close(scope, Exit.void));
   await Promise.all(
@@ -180,6 +194,10 @@ export const serveController = async (
     ),
   );
   await inspector?.stop();
+  if (startError !== undefined) {
+    process.stderr.write(`opstask controller: ${startError.message}\n`);
+    return "failed";
+  }
   return lostLeadership ? "lost" : "stopped";
 };
 
@@ -208,5 +226,5 @@ export const controllerCommand = async (argv: ReadonlyArray<string>): Promise<nu
   const stop = new AbortController();
   process.once("SIGTERM", () => stop.abort());
   process.once("SIGINT", () => stop.abort());
-  return (await serveController(kubeConfig, options, stop.signal)) === "lost" ? 1 : 0;
+  return (await serveController(kubeConfig, options, stop.signal)) === "stopped" ? 0 : 1;
 };

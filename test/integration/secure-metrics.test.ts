@@ -92,7 +92,7 @@ describe("secure metrics, as deployed", () => {
   let metricsPort: number;
   let probePort: number;
   const stop = new AbortController();
-  let served: Promise<"stopped" | "lost"> | undefined;
+  let served: Promise<"stopped" | "lost" | "failed"> | undefined;
 
   beforeAll(async () => {
     const plane = cluster();

@@ -15,6 +15,8 @@ import {
 } from "@kubernetes/client-node";
 import * as Effect from "effect/Effect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { serveController } from "../../src/cli/controller-command.ts";
+import { readControllerOptions } from "../../src/cli/options.ts";
 import {
   completed,
   defineTaskKind,
@@ -93,6 +95,31 @@ describe("runTaskController's start checks (point 3)", () => {
     });
     await expect(started).rejects.toMatchObject({ reason: "Unreachable" });
     await expect(started).rejects.toThrow(`the cluster at ${server} did not answer within 2 s`);
+  });
+});
+
+describe("opstask controller over runTaskController (point 3)", () => {
+  it("exits with the missing CRD named instead of waiting forever", async () => {
+    const written: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    }) as typeof process.stderr.write;
+    try {
+      const options = readControllerOptions(
+        ["--metrics-address=0", "--probe-address=0", "--log-level=error"],
+        {},
+      );
+      // This control plane has the Chore CRD only: no EtcdOpsTask.
+      const served = await serveController(cluster().makeKubeConfig(), options, new AbortController().signal);
+      expect(served).toBe("failed");
+    } finally {
+      process.stderr.write = write;
+    }
+    expect(written.join("")).toContain(
+      "opstask controller: the CRD etcdopstasks.druid.gardener.cloud is not installed: kubectl apply -f deploy/crds/",
+    );
   });
 });
 
