@@ -10,6 +10,9 @@
 //
 // Caveat: etcdbrctl has no bind-address flag; its HTTP server listens on all interfaces
 // (`:<port>`). etcd itself listens on 127.0.0.1 only.
+//
+// Over 400 lines, knowingly: development tooling, not the product; it is the etcd + etcdbrctl pair's
+// whole life cycle (configuration, start, readiness, snapshot listing, stop) in one place.
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";

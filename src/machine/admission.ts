@@ -7,7 +7,9 @@
  * (given that admissions of one group are serialised, which the runtime guarantees).
  *
  * A peer being deleted still counts while it is InProgress (its execution or cleanup may be running),
- * but not before it started: it will never run, and a foreign finalizer could keep it for ever.
+ * but not before it started (it will never run), nor once this controller released it (its cleanup is
+ * done): a foreign finalizer could keep such an object for ever. (A handler call the deletion left
+ * running still holds the group: the scheduler keeps it locked until the call ends.)
  */
 import { isTerminal } from "../api/status.ts";
 import type { PeerTask, TaskObservation } from "./types.ts";
@@ -22,7 +24,9 @@ export const blockingPeer = (task: TaskObservation, peers: ReadonlyArray<PeerTas
   if (task.group === undefined) return undefined;
   const rivals = peers.filter(
     (peer) =>
-      peer.uid !== task.uid && !isTerminal(peer.state) && (!peer.deleting || peer.state === "InProgress"),
+      peer.uid !== task.uid &&
+      !isTerminal(peer.state) &&
+      (!peer.deleting || (peer.state === "InProgress" && peer.released !== true)),
   );
   const running = rivals.find((peer) => peer.state === "InProgress");
   if (running !== undefined) return running;

@@ -53,6 +53,11 @@ export interface PeerTask {
   readonly state: TaskState | undefined;
   /** Being deleted: a peer that never started will never run, so it blocks nobody. */
   readonly deleting: boolean;
+  /**
+   * Being deleted and already released by this controller (our finalizer is gone): its work here is
+   * over, though a foreign finalizer may keep the object for ever, so it blocks nobody either.
+   */
+  readonly released?: boolean;
 }
 
 /** The task object, reduced to what the lifecycle needs. */

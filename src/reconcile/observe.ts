@@ -43,16 +43,21 @@ const unsupportedOf = (
   return { unsupported: { code: "ERR_UNSUPPORTED_TASK", reason } };
 };
 
-export const asPeer = (facts: TaskFacts): PeerTask => ({
-  name: facts.metadata.name,
-  uid: facts.metadata.uid,
-  createdAt: fromWireTime(facts.metadata.creationTimestamp) ?? 0,
-  state: facts.status.state,
-  deleting: facts.metadata.deletionTimestamp !== undefined,
-});
+/** A task as its peers see it; `finalizer` is ours (a deleting task without it is released). */
+export const asPeer = (facts: TaskFacts, finalizer: string): PeerTask => {
+  const deleting = facts.metadata.deletionTimestamp !== undefined;
+  return {
+    name: facts.metadata.name,
+    uid: facts.metadata.uid,
+    createdAt: fromWireTime(facts.metadata.creationTimestamp) ?? 0,
+    state: facts.status.state,
+    deleting,
+    ...(deleting && !(facts.metadata.finalizers ?? []).includes(finalizer) ? { released: true } : {}),
+  };
+};
 
 /** Peers of `task`: same namespace and admission group, other objects. */
-export const peersOf = (task: TaskFacts, all: ReadonlyArray<TaskFacts>): PeerTask[] =>
+export const peersOf = (task: TaskFacts, all: ReadonlyArray<TaskFacts>, finalizer: string): PeerTask[] =>
   task.group === undefined
     ? []
     : all
@@ -62,4 +67,4 @@ export const peersOf = (task: TaskFacts, all: ReadonlyArray<TaskFacts>): PeerTas
             other.metadata.namespace === task.metadata.namespace &&
             other.group === task.group,
         )
-        .map(asPeer);
+        .map((peer) => asPeer(peer, finalizer));

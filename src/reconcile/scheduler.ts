@@ -26,6 +26,7 @@
 import { isTerminal } from "../api/status.ts";
 import { nextRetryState, noRetry, type RetryState } from "../effects/retry-state.ts";
 import type { PassEnd } from "../effects/task-effect.ts";
+import { compareResourceVersions } from "../kube/object.ts";
 import { backoffDelayMs } from "../machine/backoff.ts";
 import type { KnownResult, LifecycleConfig, PassInput, Phase } from "../machine/types.ts";
 import { GroupIndex } from "./group-index.ts";
@@ -120,6 +121,8 @@ export class TaskScheduler<K extends Kept = Kept> {
   readonly #released = new Set<string>();
   readonly #groups = new GroupIndex();
   readonly #reasons = new TriggerReasons();
+  /** The resourceVersion each key's last pass left its object at (by its own writes, or unchanged). */
+  readonly #settledAt = new Map<string, string>();
   #callSerial = 0;
 
   constructor(options: SchedulerOptions) {
@@ -129,6 +132,23 @@ export class TaskScheduler<K extends Kept = Kept> {
   /** Why `key` was woken (the first reason since its last pass); noted for the pass that starts next. */
   note(key: string, reason: TriggerReason): void {
     this.#reasons.note(key, reason);
+  }
+
+  /** The requeue timer of `key` fired. */
+  timerFired(key: string): void {
+    this.#reasons.fired(key);
+  }
+
+  /**
+   * Whether a pass of `key` over its object at `resourceVersion` would see nothing new, and is skipped:
+   * only changes of its own object woke it, and the object is where its last pass left it. That is an
+   * echo of our own write whose watch event came before the write's response (the informer could not
+   * know it yet): such a pass would decode the task and decide nothing (design-traps 5).
+   */
+  skipsEcho(key: string, resourceVersion: string): boolean {
+    if (!this.#reasons.onlyChanged(key) || this.#settledAt.get(key) !== resourceVersion) return false;
+    this.#reasons.take(key);
+    return true;
   }
 
   /**
@@ -175,7 +195,7 @@ export class TaskScheduler<K extends Kept = Kept> {
     const retry = this.#retry.get(facts.metadata.uid) ?? noRetry;
     return {
       task: observe(facts, this.#options.supported),
-      peers: peersOf(facts, peers),
+      peers: peersOf(facts, peers, this.#options.config.finalizer),
       now,
       runId,
       retries: retry.retries,
@@ -231,8 +251,15 @@ export class TaskScheduler<K extends Kept = Kept> {
     return { current: false, wake: this.#wakeDeferred() };
   }
 
-  /** The pass ended with `end`. `exists`: the task is still there. Answers the keys to wake. */
-  ended(hold: PassHold, end: PassEnd, now: number, exists: boolean): Wake[] {
+  /**
+   * The pass ended with `end`. `exists`: the task is still there. `resourceVersion`: the version its
+   * own writes left the object at, when the pass saw everything in it (no one else's change came back
+   * merged into a write's result); a later change event showing exactly that version is then an echo.
+   * Answers the keys to wake.
+   */
+  ended(hold: PassHold, end: PassEnd, now: number, exists: boolean, resourceVersion?: string): Wake[] {
+    if (exists && resourceVersion !== undefined) this.#settledAt.set(hold.key, resourceVersion);
+    else this.#settledAt.delete(hold.key);
     const next = nextRetryState(this.#retry.get(hold.uid) ?? noRetry, end, now);
     // Most tasks have nothing to remember (settled, or waiting without errors): keep no entry.
     if (next === noRetry || !exists) {
@@ -257,6 +284,7 @@ export class TaskScheduler<K extends Kept = Kept> {
       this.#retry.set(hold.uid, { retries: previous.retries + 1 });
     }
     this.#reasons.timer(hold.key, "backoff");
+    this.#settledAt.delete(hold.key);
     const delayMs = Math.max(config.minRequeueMs, backoffDelayMs(config, previous.retries));
     return { delayMs, wake: this.#free(hold) };
   }
@@ -264,6 +292,7 @@ export class TaskScheduler<K extends Kept = Kept> {
   /** The pass found its task gone. */
   gone(hold: PassHold): Wake[] {
     this.#forget(hold.uid);
+    this.#settledAt.delete(hold.key);
     return this.#free(hold);
   }
 
@@ -296,8 +325,10 @@ export class TaskScheduler<K extends Kept = Kept> {
     if (type === "DELETED") {
       this.#forget(uid);
       this.#released.delete(uid);
+      this.#settledAt.delete(key);
     }
-    if (type === "MODIFIED" && change.own !== true) this.#userChanged(uid);
+    if (type === "MODIFIED" && change.own !== true && !this.#echoes(key, facts.metadata.resourceVersion))
+      this.#userChanged(uid);
     const peersMustLook = this.#groups.update(key, type === "DELETED" ? undefined : { group, facts });
     if (type !== "DELETED" && change.own !== true)
       wake.push({ key, reason: type === "ADDED" ? "object added" : "object changed" });
@@ -375,6 +406,17 @@ export class TaskScheduler<K extends Kept = Kept> {
   #userChanged(uid: string): void {
     const retry = this.#retry.get(uid);
     if (retry !== undefined && retry.retries === 0 && retry.retryAt !== undefined) this.#retry.delete(uid);
+  }
+
+  /**
+   * A change event at or before the version our last pass of `key` left is one of our own writes whose
+   * event the informer could not tell apart (it came before the write's response): no one else's edit.
+   */
+  #echoes(key: string, resourceVersion: string): boolean {
+    const settled = this.#settledAt.get(key);
+    if (settled === undefined) return false;
+    const order = compareResourceVersions(resourceVersion, settled);
+    return order !== undefined && order <= 0;
   }
 
   #forget(uid: string): void {

@@ -16,10 +16,16 @@ export type TriggerReason =
 export class TriggerReasons {
   readonly #waiting = new Map<string, TriggerReason>();
   readonly #timers = new Map<string, RequeueReason>();
+  /** Waiting keys woken by nothing but changes of their own object (an echo of our write may be one). */
+  readonly #onlyChanged = new Set<string>();
 
   /** A key was added to the queue for `reason`. */
   note(key: string, reason: TriggerReason): void {
-    if (!this.#waiting.has(key)) this.#waiting.set(key, reason);
+    const first = !this.#waiting.has(key);
+    if (first) this.#waiting.set(key, reason);
+    // "deferred" re-runs whatever woke the key while it was busy: it adds nothing new.
+    if (reason === "object changed" && first) this.#onlyChanged.add(key);
+    else if (reason !== "object changed" && reason !== "deferred") this.#onlyChanged.delete(key);
   }
 
   /** A timer was set for `key`; if it fires, this is why. */
@@ -27,10 +33,21 @@ export class TriggerReasons {
     this.#timers.set(key, reason);
   }
 
+  /** The timer of `key` fired. */
+  fired(key: string): void {
+    this.note(key, `timer: ${this.#timers.get(key) ?? "poll"}`);
+  }
+
+  /** Whether everything that woke `key` since its last pass was a change of its own object. */
+  onlyChanged(key: string): boolean {
+    return this.#onlyChanged.has(key);
+  }
+
   /** The reason of the pass that starts now. */
   take(key: string): TriggerReason {
     const reason = this.#waiting.get(key);
     this.#waiting.delete(key);
+    this.#onlyChanged.delete(key);
     if (reason !== undefined) return reason;
     const timer = this.#timers.get(key);
     this.#timers.delete(key);

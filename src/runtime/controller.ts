@@ -25,78 +25,29 @@ import * as Schedule from "effect/Schedule";
 import type * as Scope from "effect/Scope";
 import * as Stream from "effect/Stream";
 import { isTerminal } from "../api/status.ts";
-import { type HandlerRegistry, supportedMembers } from "../handlers/handler.ts";
+import { supportedMembers } from "../handlers/handler.ts";
 import { taskLogKeys } from "../handlers/handler-context.ts";
 import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { performOnCluster } from "../interpreters/kubernetes/perform.ts";
 import type { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
-import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
+import { kubeClientOf } from "../kube/kube-client-node.ts";
 import { type KubeObject, objectKey } from "../kube/object.ts";
-import type { RequestCounter } from "../kube/request-metrics.ts";
-import type { LifecycleConfig, Phase, PhaseOutcome } from "../machine/types.ts";
+import type { Phase, PhaseOutcome } from "../machine/types.ts";
 import { factsAfterWrite } from "../reconcile/facts-after-write.ts";
+import { carriesForeignChange } from "../reconcile/foreign-change.ts";
 import { defectOutcome } from "../reconcile/handler-defect.ts";
 import { Answer, answer, drive, type PassRequest, type Step, start } from "../reconcile/pass.ts";
 import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../reconcile/scheduler.ts";
-import {
-  type ResourceRef,
-  readFacts,
-  readTask,
-  type TaskFacts,
-  type TaskKind,
-} from "../reconcile/task-kind.ts";
+import { readFacts, readTask, type TaskFacts } from "../reconcile/task-kind.ts";
 import { jittered } from "./backoff-jitter.ts";
+import type { ControllerHandle, ControllerOptions } from "./controller-options.ts";
 import { makeForeignWriterWatch, ownFieldManagers, reportForeignWrites } from "./foreign-writers.ts";
 import { kubeHandlerContext, kubeObjectGetter } from "./handler-context-kube.ts";
 import { makeInformer } from "./informer.ts";
-import { type ControllerObserver, noObserver, type TaskLabels } from "./metrics.ts";
-import { makeWorkQueue, type WorkQueueMetrics } from "./work-queue.ts";
+import { noObserver, type TaskLabels } from "./metrics.ts";
+import { makeWorkQueue } from "./work-queue.ts";
 
-export interface ControllerOptions<Task, R> {
-  readonly kind: TaskKind<Task>;
-  readonly handlers: HandlerRegistry<Task, R>;
-  readonly config: LifecycleConfig;
-  /** opstask's lean `KubeClient` (`loadKubeClient`) or a client-node `KubeConfig`. */
-  readonly kubeConfig: KubeAccess;
-  /** Watch one namespace; all when absent. */
-  readonly namespace?: string;
-  /** Passes run at once (druid: 3). Handler calls do not count: they never hold a worker. */
-  readonly concurrency: number;
-  /** Every task is reconciled again this often, whatever happened (default 10 minutes). */
-  readonly resyncInterval?: Duration.Input;
-  /**
-   * Objects that name the admission groups (Etcd for EtcdOpsTask): a change to one re-triggers the
-   * unfinished tasks of its group in its namespace.
-   */
-  readonly groupResource?: Pick<ResourceRef, "group" | "version" | "plural">;
-  /** Where the informers count their LIST and WATCH requests (share the writer's to see every request). */
-  readonly counter?: RequestCounter;
-  /** Told about every pass and every finished task (metrics). */
-  readonly observer?: ControllerObserver;
-  /** Field managers of our own writes besides `opstask` (a library user's `fieldManager`): not foreign. */
-  readonly fieldManagers?: ReadonlyArray<string>;
-}
-
-/** What the controller exposes while it runs. */
-export interface ControllerHandle {
-  /** Completes once the task cache holds the first LIST. */
-  readonly synced: Effect.Effect<void>;
-  readonly stats: () => ControllerStats;
-  readonly queue: () => WorkQueueMetrics;
-}
-
-export interface ControllerStats {
-  readonly passes: number;
-  readonly aborted: number;
-  readonly handlerCalls: number;
-  /** Handler calls running, those of deleted tasks (still holding their group) included. */
-  readonly inFlightCalls: number;
-  /** Of those, calls of deleted tasks: they hold their admission group until they end. */
-  readonly orphanedCalls: number;
-  readonly writes: Readonly<Record<string, number>>;
-  /** Per-task entries kept beside the cache (retry state, unwritten results, released tasks). */
-  readonly remembered: number;
-}
+export type { ControllerHandle, ControllerOptions, ControllerStats } from "./controller-options.ts";
 
 interface Running extends PassHold {
   readonly runId: string;
@@ -110,6 +61,8 @@ interface Running extends PassHold {
   object: KubeObject;
   facts: TaskFacts;
   lockedGroup: string | undefined;
+  /** No one else's change came back merged into one of this pass's write results. */
+  sawAll: boolean;
 }
 
 const splitKey = (key: string): [string, string] => {
@@ -184,6 +137,12 @@ export const runController = <Task, R>(
             const { answer: result, accepted, written } = yield* performOnCluster(running.object, request);
             if (accepted) stats.writes[request._tag] = (stats.writes[request._tag] ?? 0) + 1;
             if (written === undefined) return result;
+            // A DELETE or a status patch (no resourceVersion precondition) may return others' changes.
+            if (
+              request._tag === "DeleteTask" ||
+              carriesForeignChange(running.object, written, request._tag !== "PatchStatus")
+            )
+              running.sawAll = false;
             running.object = written;
             running.facts = factsAfterWrite(running.facts, request, written.metadata);
             const inCache = cached(running);
@@ -289,7 +248,8 @@ export const runController = <Task, R>(
             stats.passes += 1;
             observer.passEnded("ended", seconds);
             const { end } = last;
-            const wake = scheduler.ended(running, end, now, cached(running));
+            const settledAt = running.sawAll ? running.object.metadata.resourceVersion : undefined;
+            const wake = scheduler.ended(running, end, now, cached(running), settledAt);
             if (end._tag === "RequeueAfter") {
               const delayMs = end.reason === "backoff" ? yield* jittered(end.delayMs) : end.delayMs;
               yield* queue.addAfter(running.key, Duration.millis(delayMs));
@@ -328,6 +288,8 @@ export const runController = <Task, R>(
         const [namespace, name] = splitKey(key);
         const object = informer.get(namespace, name);
         if (object === undefined) return;
+        // Nothing new since this key's last pass (the echo of its own write): no decode, no pass.
+        if (scheduler.skipsEcho(key, object.metadata.resourceVersion)) return;
         const read = readTask(kind, object);
         if (read === undefined) {
           // Not even its metadata decodes: nothing can be written to it. (A bad spec or status is
@@ -370,6 +332,7 @@ export const runController = <Task, R>(
           task,
           object,
           facts,
+          sawAll: true,
         };
         // A pass that acts is logged at info, with the machine's steps; a no-op pass only at debug.
         const acts = step.pass.pending.some((e) => e._tag !== "RequeueAfter" && e._tag !== "AwaitChange");
@@ -382,7 +345,11 @@ export const runController = <Task, R>(
         yield* resume(running, step);
       }).pipe(Effect.withLogSpan("reconcile"));
 
-    const queue = yield* makeWorkQueue({ concurrency: options.concurrency, process: reconcile });
+    const queue = yield* makeWorkQueue({
+      concurrency: options.concurrency,
+      process: reconcile,
+      fired: (key) => scheduler.timerFired(key),
+    });
     add = (key) => queue.add(key);
     const wakeFor = (key: string, reason: Parameters<typeof scheduler.note>[1]) => {
       scheduler.note(key, reason);

@@ -30,6 +30,10 @@
  * resourceVersion than the last delivery for that object) is dropped. Echoes of our own writes are
  * emitted like any change unless `echoes: "suppress"` (the memory controller sees them too; a pass on
  * an echo must cost nothing, docs/design-notes.md §5).
+ *
+ * Over 400 lines, knowingly: the loop above is one state machine over one cache (list, watch, relist,
+ * backoff and its probe, echo and replay filtering share the cache and the resourceVersion), and
+ * cutting it across files would spread that shared state rather than simplify it.
  */
 import type * as Cause from "effect/Cause";
 import * as Clock from "effect/Clock";

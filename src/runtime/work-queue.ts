@@ -35,6 +35,8 @@ export interface WorkQueueOptions<E, R> {
   readonly process: (key: string) => Effect.Effect<void, E, R>;
   /** How long `shutdown` lets runs in flight finish before interrupting them (default 30 s). */
   readonly shutdownTimeout?: Duration.Input;
+  /** Told when a key's `addAfter` timer fires, just before the key is added (why did it run?). */
+  readonly fired?: (key: string) => void;
 }
 
 /** Plain numbers, to be exported as gauges and counters. Times in milliseconds. */
@@ -150,7 +152,10 @@ export const makeWorkQueue = <E, R>(
       for (;;) {
         wake = yield* Deferred.make<void>();
         const now = yield* Clock.currentTimeMillis;
-        for (const key of pending.takeDue(now)) yield* add(key);
+        for (const key of pending.takeDue(now)) {
+          options.fired?.(key);
+          yield* add(key);
+        }
         const next = pending.next();
         wakeAt = next ?? Number.POSITIVE_INFINITY;
         yield* next === undefined

@@ -13,7 +13,6 @@ import { stringify } from "yaml";
 import { cliKindOf } from "../../src/cli/task/cli-kind.ts";
 import { etcdCliKind } from "../../src/cli/task/etcd-kind.ts";
 import { makeTaskCommands } from "../../src/cli/task/index.ts";
-import type { TaskIo } from "../../src/cli/task/io.ts";
 import {
   completed,
   configMember,
@@ -27,6 +26,7 @@ import {
   TaskStatusSchema,
 } from "../../src/index.ts";
 import { createTestNamespace, useControlPlane } from "../support/cluster.ts";
+import { captureTaskIo } from "../support/task-io.ts";
 import { waitFor } from "../support/wait.ts";
 
 const group = "tests.opstask.dev";
@@ -95,26 +95,9 @@ const probeCliKind = cliKindOf(probeKind, {
 });
 
 const run = async (args: ReadonlyArray<string>, command = "get") => {
-  let out = "";
-  let err = "";
-  const io: TaskIo = {
-    stdout: {
-      write: (text) => {
-        out += text;
-      },
-      isTTY: false,
-    },
-    stderr: {
-      write: (text) => {
-        err += text;
-      },
-      isTTY: false,
-    },
-    env: {},
-    program: "opstask",
-  };
+  const { io, captured } = captureTaskIo();
   const code = await makeTaskCommands(() => io, [etcdCliKind, probeCliKind])[command]?.(args);
-  return { code, out, err };
+  return { code, ...captured };
 };
 
 describe("the task CLI for a kind defined with the library", () => {

@@ -16,10 +16,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { completionFlags } from "../../src/cli/completion-command.ts";
 import { makeTaskCommands } from "../../src/cli/task/index.ts";
-import type { TaskIo } from "../../src/cli/task/io.ts";
 import { loadKubeClient } from "../../src/kube/kubeconfig-loader.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 import { type RunningController, scriptedHandlers, startController } from "../support/controller.ts";
+import { captureTaskIo } from "../support/task-io.ts";
 import { waitFor } from "../support/wait.ts";
 
 const crds = readdirSync(join(repoRoot, "deploy", "crds"))
@@ -35,27 +35,9 @@ interface Run {
 }
 
 const run = async (command: string, args: ReadonlyArray<string>, signal?: AbortSignal): Promise<Run> => {
-  let out = "";
-  let err = "";
-  const io: TaskIo = {
-    stdout: {
-      write: (text) => {
-        out += text;
-      },
-      isTTY: false,
-    },
-    stderr: {
-      write: (text) => {
-        err += text;
-      },
-      isTTY: false,
-    },
-    env: {},
-    program: "opstask",
-    ...(signal === undefined ? {} : { signal }),
-  };
+  const { io, captured } = captureTaskIo(signal === undefined ? {} : { signal });
   const code = await makeTaskCommands(() => io)[command]?.(args);
-  return { code, out, err };
+  return { code, ...captured };
 };
 
 /** `opstask …` as a process (the commands outside the task CLI: dev, machine, completion). */

@@ -11,10 +11,10 @@ import { etcdCliKind } from "../../src/cli/task/etcd-kind.ts";
 import { why } from "../../src/cli/task/explain.ts";
 import { humanDuration } from "../../src/cli/task/human-duration.ts";
 import { makeTaskCommands } from "../../src/cli/task/index.ts";
-import type { TaskIo } from "../../src/cli/task/io.ts";
 import { decodeLastError, type TaskView } from "../../src/cli/task/task-view.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 import { type RunningController, scriptedHandlers, startController } from "../support/controller.ts";
+import { captureTaskIo } from "../support/task-io.ts";
 import { waitFor } from "../support/wait.ts";
 
 const opstaskCrds = readdirSync(join(repoRoot, "deploy", "crds"))
@@ -31,31 +31,8 @@ interface Run {
   readonly err: string;
 }
 
-interface Captured {
-  out: string;
-  err: string;
-}
-
 const captureIo = (options: { tty?: boolean; signal?: AbortSignal } = {}) => {
-  const captured: Captured = { out: "", err: "" };
-  const io: TaskIo = {
-    stdout: {
-      write: (text) => {
-        captured.out += text;
-      },
-      isTTY: options.tty ?? false,
-      columns: 160,
-    },
-    stderr: {
-      write: (text) => {
-        captured.err += text;
-      },
-      isTTY: false,
-    },
-    env: {},
-    program: "kubectl opstask",
-    ...(options.signal === undefined ? {} : { signal: options.signal }),
-  };
+  const { io, captured } = captureTaskIo({ ...options, program: "kubectl opstask", columns: 160 });
   return { captured, commands: makeTaskCommands(() => io) };
 };
 

@@ -13,11 +13,18 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Deployment } from "@kubernetes/client-node";
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  RbacAuthorizationV1Api,
+  type V1Deployment,
+} from "@kubernetes/client-node";
 import type { TaskStatus } from "../../src/api/status.ts";
 import { type BackupRestore, startBackupRestore } from "../../src/devcluster/backup-restore.ts";
 import { type ControlPlane, startControlPlane } from "../../src/devcluster/control-plane.ts";
@@ -60,6 +67,30 @@ const get = async (url: string): Promise<{ status: number; body: string } | unde
     return undefined;
   }
 };
+
+/**
+ * GET over HTTPS with a bearer token, as a scraper reads the controller's secure metrics (its
+ * certificate is self-signed at start, so it is not verified here); undefined while nothing answers.
+ */
+const getSecure = (url: string, token: string): Promise<{ status: number; body: string } | undefined> =>
+  new Promise((resolve) => {
+    const req = request(
+      url,
+      { headers: { Authorization: `Bearer ${token}` }, rejectUnauthorized: false, timeout: 2_000 },
+      (response) => {
+        let body = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          body += chunk;
+        });
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
+        response.on("error", () => resolve(undefined));
+      },
+    );
+    req.on("timeout", () => req.destroy());
+    req.on("error", () => resolve(undefined));
+    req.end();
+  });
 
 /** `opstask_api_requests_total` lines with code 403, from the controller's /metrics. */
 const forbiddenRequests = (metrics: string): string[] =>
@@ -113,6 +144,22 @@ export const runImageCheck = async (options: ImageCheckOptions): Promise<ImageCh
     chmodSync(scratch, 0o755);
     step(`TokenRequest token for ${namespace}/${serviceAccount}`);
 
+    // A scraper as deploy/ expects one: a ServiceAccount bound to opstask-metrics-reader, reading the
+    // secure metrics with its token (the controller asks the apiserver: TokenReview, SubjectAccessReview).
+    const scraper = "image-check-scraper";
+    await admin.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
+      body: {
+        metadata: { name: scraper },
+        roleRef: {
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "ClusterRole",
+          name: "opstask-metrics-reader",
+        },
+        subjects: [{ kind: "ServiceAccount", name: scraper, namespace }],
+      },
+    });
+    const scraperToken = await plane.serviceAccountToken(namespace, scraper, { expirationSeconds: 3600 });
+
     backupRestore = await startBackupRestore({ deltaSnapshotPeriod: "1h", build: false });
     const taskNamespace = `image-check-${randomBytes(3).toString("hex")}`;
     await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: taskNamespace } } });
@@ -141,11 +188,11 @@ export const runImageCheck = async (options: ImageCheckOptions): Promise<ImageCh
     started = true;
     step(`container ${containerName} started`);
 
-    const metrics = `http://127.0.0.1:${metricsPort}/metrics`;
+    const metrics = `https://127.0.0.1:${metricsPort}/metrics`;
     const running = async (): Promise<void> => {
       const state = (await podman(["inspect", "--format", "{{.State.Status}}", containerName])).trim();
       if (state !== "running") throw new CheckFailed(`the container is ${state}`);
-      const forbidden = forbiddenRequests((await get(metrics))?.body ?? "");
+      const forbidden = forbiddenRequests((await getSecure(metrics, scraperToken))?.body ?? "");
       if (forbidden.length > 0)
         throw new CheckFailed(`the API server forbade requests: ${forbidden.join("; ")}`);
     };

@@ -10,11 +10,11 @@ import { BatchV1Api, CoordinationV1Api, CustomObjectsApi, EventsV1Api } from "@k
 import { Duration, Effect, Exit, Scope } from "effect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTaskCommands } from "../../src/cli/task/index.ts";
-import type { TaskIo } from "../../src/cli/task/io.ts";
 import { makeKubernetesJobs } from "../../src/handlers/jobs-kubernetes.ts";
 import { runLeaderElection } from "../../src/runtime/leader-election.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 import { type RunningController, scriptedHandlers, startController } from "../support/controller.ts";
+import { captureTaskIo } from "../support/task-io.ts";
 import { waitFor } from "../support/wait.ts";
 
 const crds = readdirSync(join(repoRoot, "deploy", "crds"))
@@ -55,24 +55,7 @@ describe("field managers on every write", () => {
   });
 
   it("a task created by the CLI and run by the controller names opstask-cli and opstask", async () => {
-    let out = "";
-    let err = "";
-    const io: TaskIo = {
-      stdout: {
-        write: (text) => {
-          out += text;
-        },
-        isTTY: false,
-      },
-      stderr: {
-        write: (text) => {
-          err += text;
-        },
-        isTTY: false,
-      },
-      env: {},
-      program: "opstask",
-    };
+    const { io, captured } = captureTaskIo();
     const commands = makeTaskCommands(() => io);
     const code = await commands.snapshot?.([
       "etcd-m",
@@ -86,8 +69,8 @@ describe("field managers on every write", () => {
       "-n",
       namespace,
     ]);
-    expect({ code, err }).toEqual({ code: 0, err: "" });
-    expect(out).toContain("managed Succeeded");
+    expect({ code, err: captured.err }).toEqual({ code: 0, err: "" });
+    expect(captured.out).toContain("managed Succeeded");
 
     const kc = cluster().makeKubeConfig();
     const task = await kc.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { Behaviour } from "../../src/interpreters/memory/controller.ts";
 import type { Phase } from "../../src/machine/types.ts";
 import type { TaskFacts } from "../../src/reconcile/task-kind.ts";
-import { completed, namespace, simulation, taskObject } from "../support/simulation.ts";
+import { completed, namespace, simulation, taskObject, transient } from "../support/simulation.ts";
 
 const stateOf = (sim: ReturnType<typeof simulation>, name: string) => {
   const stored = sim.server.get(namespace, name);
@@ -80,4 +80,38 @@ describe("a user's action between a handler's return and the status write of its
       else expect(stateOf(sim, "t")).toBe("Succeeded");
     });
   }
+});
+
+describe("a task deleted while InProgress that a foreign finalizer keeps", () => {
+  it("blocks no queued task of its etcd once this controller has released it", () => {
+    // first retries its Execute (InProgress); second waits behind it in the queue.
+    const sim = simulation(
+      (task, phase) => (task.metadata.name === "first" && phase === "execute" ? transient : completed("ok")),
+      { duplicatePolicy: "queue" },
+    );
+    sim.server.create(taskObject("first", { etcd: "e1", ttl: 3600 }));
+    sim.controller.runUntilIdle();
+    expect(stateOf(sim, "first")).toBe("InProgress");
+    const stored = sim.server.get(namespace, "first");
+    const finalizers = stored.ok
+      ? ((stored.value.metadata as { finalizers?: string[] }).finalizers ?? [])
+      : [];
+    sim.server.patch(namespace, "first", { metadata: { finalizers: [...finalizers, "example.com/keep"] } });
+    sim.server.create(taskObject("second", { etcd: "e1", ttl: 3600 }));
+    sim.controller.runUntilIdle();
+    expect(stateOf(sim, "second")).toBe("Pending");
+
+    // The user deletes first: its cleanup runs and our finalizer goes; example.com/keep keeps the object,
+    // still InProgress, for ever.
+    sim.server.delete(namespace, "first");
+    sim.controller.advanceAndRun(60_000);
+    const kept = sim.server.get(namespace, "first");
+    expect(kept.ok && (kept.value.metadata as { finalizers?: string[] }).finalizers).toEqual([
+      "example.com/keep",
+    ]);
+    expect(stateOf(sim, "first")).toBe("InProgress");
+
+    // second is admitted and runs: the released task blocks nobody.
+    expect(stateOf(sim, "second")).toBe("Succeeded");
+  });
 });

@@ -188,4 +188,32 @@ describe("the scheduler", () => {
     m.changed({ type: "DELETED", facts: task("a", "Succeeded", { deleting: true }) });
     expect(m.remembered).toBe(0);
   });
+
+  it("skips a pass that would see nothing new: woken only by changes of its object, at the version its last pass left", () => {
+    const m = memory();
+    const a = m.start("ns/a", task("a", "InProgress"), noPeers, 0, "r1");
+    if (a === undefined) throw new Error("a must start");
+    m.ended(a, awaitChange, 1, true, "7");
+    // The echo of the pass's own last write, seen after the pass: skipped.
+    m.note("ns/a", "object changed");
+    expect(m.skipsEcho("ns/a", "7")).toBe(true);
+    // A newer version is a change: it runs.
+    m.note("ns/a", "object changed");
+    expect(m.skipsEcho("ns/a", "8")).toBe(false);
+    // Anything else that woke it (a timer, a peer, a resync) runs it, whatever the version.
+    m.note("ns/a", "object changed");
+    m.timerFired("ns/a");
+    expect(m.skipsEcho("ns/a", "7")).toBe(false);
+    m.note("ns/a", "peer changed");
+    expect(m.skipsEcho("ns/a", "7")).toBe(false);
+  });
+
+  it("does not skip after a pass whose writes may have carried someone else's change", () => {
+    const m = memory();
+    const a = m.start("ns/a", task("a", "InProgress"), noPeers, 0, "r1");
+    if (a === undefined) throw new Error("a must start");
+    m.ended(a, awaitChange, 1, true, undefined);
+    m.note("ns/a", "object changed");
+    expect(m.skipsEcho("ns/a", "7")).toBe(false);
+  });
 });

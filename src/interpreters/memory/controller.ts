@@ -59,6 +59,8 @@ interface Running extends PassHold {
   readonly started: number;
   readonly effects: TaskEffect["_tag"][];
   object: JsonObject;
+  /** The task's facts as decoded at the start of the pass (what its handler calls get). */
+  readonly facts: TaskFacts;
   /** The call whose result the pass holds unwritten. */
   call: HandlerCall | undefined;
   /** Set by a request the performer did not answer: a hanging call, or the crash it stopped before. */
@@ -135,6 +137,7 @@ export class SimulatedController<Task> {
       const [key, at] = due;
       this.#options.clock.set(Math.max(at, this.#options.clock.now()));
       this.#timers.delete(key);
+      this.#scheduler.timerFired(key);
       this.#enqueue(key);
       this.runUntilIdle();
     }
@@ -322,6 +325,7 @@ export class SimulatedController<Task> {
       started: now,
       effects: [],
       object: stored.value,
+      facts,
       call: replayed ? kept?.call : undefined,
     };
     this.#continue(running, step);
@@ -462,7 +466,7 @@ export class SimulatedController<Task> {
     const { callId, attempt, lockedGroup, wake } = this.#scheduler.calling(running, phase);
     running.lockedGroup = lockedGroup;
     this.#enqueueAll(wake);
-    const facts = readFacts(this.#options.kind, running.object);
+    const facts = running.facts;
     const stored = server.get(namespace, running.name);
     const storedFinalizers = stored.ok ? (metadataOf(stored.value).finalizers ?? []) : [];
     const call: HandlerCall = {
@@ -480,7 +484,7 @@ export class SimulatedController<Task> {
     this.calls.push(call);
     const abort = new AbortController();
     const behaviour: Behaviour =
-      facts === undefined
+      facts.invalid !== undefined
         ? { kind: "throw", message: "undecodable task" }
         : this.#options.behaviour(facts, phase, {
             attempt,

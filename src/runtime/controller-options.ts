@@ -1,0 +1,56 @@
+/** What `runController` takes and what it exposes while it runs. */
+import type * as Duration from "effect/Duration";
+import type * as Effect from "effect/Effect";
+import type { HandlerRegistry } from "../handlers/handler.ts";
+import type { KubeAccess } from "../kube/kube-client-node.ts";
+import type { RequestCounter } from "../kube/request-metrics.ts";
+import type { LifecycleConfig } from "../machine/types.ts";
+import type { ResourceRef, TaskKind } from "../reconcile/task-kind.ts";
+import type { ControllerObserver } from "./metrics.ts";
+import type { WorkQueueMetrics } from "./work-queue.ts";
+
+export interface ControllerOptions<Task, R> {
+  readonly kind: TaskKind<Task>;
+  readonly handlers: HandlerRegistry<Task, R>;
+  readonly config: LifecycleConfig;
+  /** opstask's lean `KubeClient` (`loadKubeClient`) or a client-node `KubeConfig`. */
+  readonly kubeConfig: KubeAccess;
+  /** Watch one namespace; all when absent. */
+  readonly namespace?: string;
+  /** Passes run at once (druid: 3). Handler calls do not count: they never hold a worker. */
+  readonly concurrency: number;
+  /** Every task is reconciled again this often, whatever happened (default 10 minutes). */
+  readonly resyncInterval?: Duration.Input;
+  /**
+   * Objects that name the admission groups (Etcd for EtcdOpsTask): a change to one re-triggers the
+   * unfinished tasks of its group in its namespace.
+   */
+  readonly groupResource?: Pick<ResourceRef, "group" | "version" | "plural">;
+  /** Where the informers count their LIST and WATCH requests (share the writer's to see every request). */
+  readonly counter?: RequestCounter;
+  /** Told about every pass and every finished task (metrics). */
+  readonly observer?: ControllerObserver;
+  /** Field managers of our own writes besides `opstask` (a library user's `fieldManager`): not foreign. */
+  readonly fieldManagers?: ReadonlyArray<string>;
+}
+
+/** What the controller exposes while it runs. */
+export interface ControllerHandle {
+  /** Completes once the task cache holds the first LIST. */
+  readonly synced: Effect.Effect<void>;
+  readonly stats: () => ControllerStats;
+  readonly queue: () => WorkQueueMetrics;
+}
+
+export interface ControllerStats {
+  readonly passes: number;
+  readonly aborted: number;
+  readonly handlerCalls: number;
+  /** Handler calls running, those of deleted tasks (still holding their group) included. */
+  readonly inFlightCalls: number;
+  /** Of those, calls of deleted tasks: they hold their admission group until they end. */
+  readonly orphanedCalls: number;
+  readonly writes: Readonly<Record<string, number>>;
+  /** Per-task entries kept beside the cache (retry state, unwritten results, released tasks). */
+  readonly remembered: number;
+}
