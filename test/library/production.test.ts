@@ -12,6 +12,8 @@ import {
   CustomObjectsApi,
   EventsV1Api,
   type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
 } from "@kubernetes/client-node";
 import * as Effect from "effect/Effect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,6 +25,7 @@ import {
   type HandlerContext,
   memberHandlers,
   promiseHandler,
+  retry,
   runTaskController,
   type TaskController,
   TaskControllerStartError,
@@ -140,7 +143,11 @@ describe("a controller with its production wiring, on a real API server", () => 
     controller = await runTaskController({
       kind: choreKind,
       handlers: memberHandlers((task: Chore) => task.spec.config, {
-        sweep: promiseHandler({ execute: () => completed("Swept") }),
+        // Polls for ten minutes on its first call: only a user's edit can bring the second call sooner.
+        sweep: promiseHandler({
+          execute: (_task, { attempt }) =>
+            attempt === 1 ? retry("Waiting for the broom", { afterMs: 600_000 }) : completed("Swept"),
+        }),
         ping: promiseHandler({
           execute: async (task, context) => {
             contexts.push(context);
@@ -200,6 +207,31 @@ describe("a controller with its production wiring, on a real API server", () => 
     const managers = new Set((task.metadata.managedFields ?? []).map((entry) => entry.manager));
     expect(managers.has("chore-operator")).toBe(true);
     expect(managers.has("opstask")).toBe(false);
+  });
+
+  it("runs a polling handler again at once when a user edits the task (point 6)", async () => {
+    const api = kc.makeApiClient(CustomObjectsApi);
+    await api.createNamespacedCustomObject({
+      ...resource,
+      namespace,
+      body: chore("s", { sweep: { room: "hall" } }),
+    });
+    const read = async () =>
+      (await api.getNamespacedCustomObject({ ...resource, namespace, name: "s" })) as {
+        status?: { state?: string; lastOperation?: { description?: string } };
+      };
+    await waitFor("s to poll", async () =>
+      (await read()).status?.lastOperation?.description === "Waiting for the broom" ? true : undefined,
+    );
+    await api.patchNamespacedCustomObject(
+      { ...resource, namespace, name: "s", body: { metadata: { labels: { broom: "found" } } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    const done = await waitFor("s to succeed after the edit", async () => {
+      const task = await read();
+      return task.status?.state === "Succeeded" ? task : undefined;
+    });
+    expect(done.status?.lastOperation?.description).toBe("Swept");
   });
 
   it("serves /healthz, /readyz and metrics labelled with the kind's own group word", async () => {
