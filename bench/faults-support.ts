@@ -76,6 +76,8 @@ export class SupervisedController {
         this.binary,
         "controller",
         ...this.args,
+        // Loopback and read by the suite only: plain HTTP (the Deployment serves metrics securely).
+        "--metrics-secure=false",
         `--metrics-address=127.0.0.1:${this.metricsPort}`,
         `--probe-address=127.0.0.1:${this.probePort}`,
         "--log-format=json",

@@ -18,8 +18,16 @@ export const importOptional = <M>(name: string, feature: string, load: () => Pro
     ),
   );
 
-/** The package an ERR_MODULE_NOT_FOUND names (`Cannot find package 'x' imported from …`), if any. */
-export const missingPackage = (cause: unknown): string | undefined => {
+/**
+ * The package an ERR_MODULE_NOT_FOUND names (`Cannot find package 'x' imported from …`), if any: the
+ * error itself, or the one `importOptional` wrapped (its `cause`).
+ */
+export const missingPackage = (error: unknown): string | undefined => {
+  const cause = isModuleNotFound(error)
+    ? error
+    : typeof error === "object" && error !== null
+      ? Reflect.get(error, "cause")
+      : undefined;
   if (!isModuleNotFound(cause)) return undefined;
   const message = Reflect.get(cause as object, "message");
   return typeof message === "string" ? /Cannot find package '([^']+)'/.exec(message)?.[1] : undefined;

@@ -11,6 +11,8 @@ export interface ImportGraph {
   readonly files: ReadonlySet<string>;
   /** Package specifier → the first file that imports it. */
   readonly packages: ReadonlyMap<string, string>;
+  /** Packages some file imports statically (`import … from`), i.e. loaded as soon as that file is. */
+  readonly staticPackages: ReadonlySet<string>;
 }
 
 const importPattern =
@@ -19,6 +21,7 @@ const importPattern =
 export const importGraph = (entries: ReadonlyArray<string>): ImportGraph => {
   const files = new Set<string>();
   const packages = new Map<string, string>();
+  const staticPackages = new Set<string>();
   const pending = [...entries];
   for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
     if (files.has(file)) continue;
@@ -27,10 +30,13 @@ export const importGraph = (entries: ReadonlyArray<string>): ImportGraph => {
       const specifier = match[1] ?? match[2];
       if (specifier === undefined) continue;
       if (specifier.startsWith(".")) pending.push(resolve(dirname(file), specifier));
-      else if (!packages.has(specifier)) packages.set(specifier, file);
+      else {
+        if (!packages.has(specifier)) packages.set(specifier, file);
+        if (match[1] !== undefined) staticPackages.add(specifier);
+      }
     }
   }
-  return { files, packages };
+  return { files, packages, staticPackages };
 };
 
 /** `effect/Schema` → `effect`, `@scope/name/x` → `@scope/name`; `node:` builtins stay as they are. */

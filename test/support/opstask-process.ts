@@ -101,9 +101,9 @@ export const startOpstask = async (
     configFile,
     stringify({
       kubeconfig,
-      // Loopback only, read over plain HTTP by the tests (metricsUrl); secure serving has its own test.
-      metricsAddress: `127.0.0.1:${metricsPort}`,
+      // Loopback and read by this process only: plain HTTP (the Deployment serves them securely).
       metricsSecure: false,
+      metricsAddress: `127.0.0.1:${metricsPort}`,
       probeAddress: "0",
       logFormat: "json",
       logLevel: settings.logLevel ?? "info",
