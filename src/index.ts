@@ -36,7 +36,15 @@ export {
   TaskEffect,
 } from "./effects/task-effect.ts";
 export { etcdOpsTaskKind } from "./etcd/api/etcdopstask-kind.ts";
-export type { HandlerRegistry, TaskHandler } from "./handlers/handler.ts";
+export type { HandlerRegistry, TaskHandler, TaskPhase } from "./handlers/handler.ts";
+export type {
+  HandlerContext,
+  MemberContext,
+  ObjectGetter,
+  ObjectResource,
+  TaskEventRecorder,
+  TaskLogger,
+} from "./handlers/handler-context.ts";
 // ---- hard level: the controller and the Kubernetes interpreter -----------------------------------
 export { EventRecorder } from "./interpreters/kubernetes/event-recorder.ts";
 export {
@@ -68,17 +76,28 @@ export {
   type TaskSource,
 } from "./library/define-task-kind.ts";
 export type { HandlersFor, MemberOf } from "./library/handlers-for.ts";
+export type { LifecycleOptions } from "./library/lifecycle-options.ts";
+export {
+  type MemberHandler,
+  type MemberHandlersFor,
+  type MemberPhase,
+  memberHandlers,
+} from "./library/member-handlers.ts";
 export { completed, failed, retry } from "./library/outcome.ts";
 export { type PromiseHandler, type PromisePhase, promiseHandler } from "./library/promise-handler.ts";
 export {
+  type LeaderElectionOptions,
   type LifecycleTiming,
   type LogLevel,
+  type MetricsEndpoint,
   runTaskController,
   type TaskController,
   type TaskControllerBaseOptions,
   type TaskControllerOptions,
+  TaskControllerStartError,
 } from "./library/run-task-controller.ts";
 export type { ServicesOption } from "./library/services-option.ts";
+export type { StartFailure } from "./library/start-checks.ts";
 export { machineVersion, type TaskMachine, taskMachine } from "./machine/task-machine.ts";
 export type {
   DuplicatePolicy,
@@ -137,7 +156,9 @@ export {
 } from "./runtime/controller.ts";
 export {
   type ControllerMetrics,
+  type ControllerMetricsOptions,
   type ControllerObserver,
   makeControllerMetrics,
+  metricLabelOf,
   noObserver,
 } from "./runtime/metrics.ts";

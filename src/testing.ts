@@ -9,6 +9,7 @@ export { MemoryApiServer, type WatchEvent } from "./interpreters/memory/api-serv
 export { FakeClock } from "./interpreters/memory/clock.ts";
 export {
   type Behaviour,
+  type CallInfo,
   type HandlerCall,
   type PassRecord,
   type RecordedEvent,
@@ -16,10 +17,13 @@ export {
   type SimulatedControllerOptions,
   type WriteRecord,
 } from "./interpreters/memory/controller.ts";
+export { MemoryObjects } from "./interpreters/memory/memory-objects.ts";
+export { handlerContext } from "./library/handler-context-of.ts";
 export {
   type CallContext,
   type Hang,
   hang,
+  type LoggedLine,
   type SimulateBaseOptions,
   type SimulatedHandler,
   type SimulatedPhase,

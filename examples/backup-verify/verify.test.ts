@@ -134,7 +134,7 @@ describe("admission", () => {
       handlers: {
         checksum: {
           execute: (_task, call) =>
-            call.attempt === 0 ? { kind: "hang" } : { kind: "completed", description: "ok" },
+            call.attempt === 1 ? { kind: "hang" } : { kind: "completed", description: "ok" },
         },
       },
     });

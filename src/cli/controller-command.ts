@@ -8,179 +8,138 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import * as Effect from "effect/Effect";
-import * as Exit from "effect/Exit";
-import * as Fiber from "effect/Fiber";
 import * as Logger from "effect/Logger";
 import * as References from "effect/References";
-import * as Scope from "effect/Scope";
 import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
 import { etcdHandlerLayer, makeEtcdHandlers } from "../etcd/registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
 import { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
-import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
+import type { KubeAccess } from "../kube/kube-client-node.ts";
 import { KubeconfigError, loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { runTaskController, type TaskController } from "../library/run-task-controller.ts";
-import { ContactCounter } from "../runtime/api-contact.ts";
-import { runLeaderElection } from "../runtime/leader-election.ts";
-import { type ControllerObserver, makeControllerMetrics } from "../runtime/metrics.ts";
-import { sumQueueMetrics } from "../runtime/work-queue.ts";
+import { noObserver } from "../runtime/metrics.ts";
 import { alsoObserve } from "../ui/also-observe.ts";
-import { startMetricsServer } from "./metrics-server.ts";
-import { startOpsServer } from "./ops-server.ts";
 import { type ControllerOptions, controllerHelp, OptionError, readControllerOptions } from "./options.ts";
-import { notReadyReason } from "./readiness.ts";
 
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const;
 
 /**
  * Runs the controllers until `signal` aborts (resolves "stopped") or the Lease is lost (resolves
- * "lost"), after passes in flight finished and the Lease was released.
+ * "lost"), after passes in flight finished and the Lease was released; "failed" when the controller
+ * could not start (the reason on stderr). The wiring — leader election, probes, metrics — is
+ * `runTaskController`'s, as any operator gets it; the flagship only names its own parts.
  */
 export const serveController = async (
   kubeConfig: KubeAccess,
   options: ControllerOptions,
   signal: AbortSignal,
-): Promise<"stopped" | "lost"> => {
-  // Every request is counted here, and it tells /readyz whether the API server still answers.
-  const counter = new ContactCounter();
-  const faults = new FaultCounter();
-  const namespaces: ReadonlyArray<string | undefined> =
-    options.namespaces.length === 0 ? [undefined] : options.namespaces;
-  let leading = !options.leaderElect;
-  let lostLeadership = false;
-  const metrics = makeControllerMetrics();
-  /** The controllers, once started (on start, or once this instance leads). */
-  let running: TaskController | undefined;
-  metrics.attach({
-    queue: () => sumQueueMetrics(running === undefined ? [] : [running.queue()]),
-    handlerCallsInFlight: () => running?.stats().inFlightCalls ?? 0,
-    requests: counter,
-    leader: () => leading,
-    faults,
-    apiLostSeconds: () => counter.lostForMs() / 1000,
-  });
+): Promise<"stopped" | "lost" | "failed"> => {
   const inspector = options.inspect ? await startStatelyInspector({ port: options.inspectPort }) : undefined;
   if (inspector !== undefined)
     process.stderr.write(`opstask: Stately inspector at ${inspector.page ?? inspector.url}\n`);
-  const observer: ControllerObserver = alsoObserve(metrics.observer, inspector?.observer);
-  const servers = [
-    await startMetricsServer({
-      address: options.metricsAddress,
-      secure: options.metricsSecure,
-      certFile: options.metricsTlsCertFile,
-      keyFile: options.metricsTlsKeyFile,
-      registry: metrics.registry,
-      client: kubeClientOf(kubeConfig),
-      counter,
-    }),
-    await startOpsServer(options.probeAddress, {
-      notReady: () =>
-        notReadyReason({
-          leading,
-          synced: running === undefined ? 0 : namespaces.length,
-          caches: namespaces.length,
-          apiLostForMs: counter.lostForMs(),
-        }),
-    }),
-  ];
   // The operator's image policy reaches the compaction handler as configuration, never from a task.
   const handlers = makeEtcdHandlers({
     compaction: { defaultImage: options.compactionImage, allowedImages: options.compactionAllowedImages },
   });
   const explain = options.ui === "0" ? undefined : (await import("./board-why.ts")).boardWhy;
-  // The flagship is the library's first user: the same `runTaskController` any operator calls.
-  const controllers = Effect.gen(function* () {
-    const controller = yield* Effect.acquireRelease(
-      // Interrupted while starting (a signal, a lost Lease): the abort stops the start.
-      Effect.tryPromise((abort) =>
-        runTaskController({
-          signal: abort,
-          kind: etcdOpsTaskKind,
-          handlers,
-          services: etcdHandlerLayer({ kubeConfig, resolve: options.resolve }),
-          kubeConfig,
-          ...(options.namespaces.length === 0 ? {} : { namespace: options.namespaces }),
-          concurrency: options.concurrency,
-          duplicatePolicy: options.duplicatePolicy,
-          timing: {
-            requeueIntervalMs: options.requeueInterval,
-            backoffBaseMs: options.backoffBase,
-            backoffCapMs: options.backoffCap,
-            ...(options.phaseDeadline > 0 ? { phaseDeadlineMs: options.phaseDeadline } : {}),
-          },
-          groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
-          observer,
-          counter,
-          faults,
-          ...(options.ui === "0" || explain === undefined ? {} : { ui: options.ui, uiExplain: explain }),
-          logLevel: options.logLevel,
-          logFormat: options.logFormat === "json" ? "json" : "logfmt",
-        }),
+  const logLayer = Logger.layer([options.logFormat === "json" ? Logger.consoleJson : Logger.consoleLogFmt]);
+  const log = (effect: Effect.Effect<void>) =>
+    Effect.runPromise(
+      effect.pipe(
+        Effect.provide(logLayer),
+        Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel]),
       ),
-      (started) => Effect.promise(() => started.stop()),
     );
-    running = controller;
-    if (controller.boardUrl !== undefined)
-      process.stderr.write(`opstask: task board at ${controller.boardUrl}\n`);
-    for (const namespace of namespaces)
-      yield* Effect.logInfo("watching EtcdOpsTasks").pipe(
-        Effect.annotateLogs({ namespace: namespace ?? "(all)" }),
-      );
-    yield* Effect.never;
-  });
-  const program = Effect.gen(function* () {
-    if (!options.leaderElect) return yield* controllers;
-    const election = yield* runLeaderElection({
+  let controller: TaskController;
+  try {
+    // The flagship is the library's first user: the same `runTaskController` any operator calls.
+    controller = await runTaskController({
+      signal,
+      kind: etcdOpsTaskKind,
+      handlers,
+      services: etcdHandlerLayer({ kubeConfig, resolve: options.resolve }),
       kubeConfig,
-      namespace: leaseNamespace(options.leaderElectionNamespace),
-      name: options.leaderElectionId,
-      identity: `${hostname()}_${process.pid}`,
-      counter,
+      ...(options.namespaces.length === 0 ? {} : { namespace: options.namespaces }),
+      concurrency: options.concurrency,
+      duplicatePolicy: options.duplicatePolicy,
+      crdManifest: "deploy/crds/",
+      timing: {
+        requeueIntervalMs: options.requeueInterval,
+        backoffBaseMs: options.backoffBase,
+        backoffCapMs: options.backoffCap,
+        ...(options.phaseDeadline > 0 ? { phaseDeadlineMs: options.phaseDeadline } : {}),
+      },
+      groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
+      ...(inspector === undefined ? {} : { observer: alsoObserve(noObserver, inspector.observer) }),
+      faults: new FaultCounter(),
+      ...(options.ui === "0" || explain === undefined ? {} : { ui: options.ui, uiExplain: explain }),
+      logLevel: options.logLevel,
+      logFormat: options.logFormat === "json" ? "json" : "logfmt",
+      // DEP-05's label for the admission group: the metrics stay those of etcd-druid's proposal.
+      metricLabels: { group: "etcd" },
+      metrics: {
+        address: options.metricsAddress,
+        secure: options.metricsSecure,
+        certFile: options.metricsTlsCertFile,
+        keyFile: options.metricsTlsKeyFile,
+      },
+      probes: options.probeAddress,
+      ...(options.leaderElect
+        ? {
+            leaderElection: {
+              name: options.leaderElectionId,
+              namespace: leaseNamespace(options.leaderElectionNamespace),
+              identity: `${hostname()}_${process.pid}`,
+            },
+          }
+        : {}),
     });
-    yield* Effect.logInfo("standing by until this instance holds the Lease").pipe(
-      Effect.annotateLogs({ lease: options.leaderElectionId }),
-    );
-    yield* election.leading;
-    leading = true;
-    yield* Effect.logInfo("leading");
-    // Losing the Lease ends the process (as client-go's controllers do): another instance leads now.
-    return yield* Effect.raceFirst(
-      controllers,
-      election.lost.pipe(
-        Effect.andThen(
-          Effect.sync(() => {
-            lostLeadership = true;
-            leading = false;
-          }),
-        ),
-        Effect.andThen(Effect.logError("lost the Lease; stopping")),
-      ),
-    );
-  });
-  const layer = Logger.layer([options.logFormat === "json" ? Logger.consoleJson : Logger.consoleLogFmt]);
-  const scope = Scope.makeUnsafe();
-  const fiber = Effect.runFork(
-    program.pipe(
-      Effect.provide(layer),
-      Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel]),
-      Scope.provide(scope),
-    ),
-  );
-  await new Promise<void>((resolve) => {
+  } catch (error) {
+    await inspector?.stop();
+    if (signal.aborted) return "stopped";
+    process.stderr.write(`opstask controller: ${error instanceof Error ? error.message : String(error)}\n`);
+    return "failed";
+  }
+  if (controller.boardUrl !== undefined)
+    process.stderr.write(`opstask: task board at ${controller.boardUrl}\n`);
+  const namespaces: ReadonlyArray<string | undefined> =
+    options.namespaces.length === 0 ? [undefined] : options.namespaces;
+  const stopped = new Promise<void>((resolve) => {
     if (signal.aborted) resolve();
     signal.addEventListener("abort", () => resolve(), { once: true });
-    fiber.addObserver(() => resolve());
   });
-  await Effect.runPromise(Fiber.interrupt(fiber));
-  await Effect.runPromise(Scope.close(scope, Exit.void));
-  await Promise.all(
-    servers.map(
-      (server) =>
-        new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve()))),
-    ),
+  let startError: unknown;
+  void controller.synced.then(
+    () => {
+      for (const namespace of namespaces)
+        void log(
+          Effect.logInfo("watching EtcdOpsTasks").pipe(
+            Effect.annotateLogs({ namespace: namespace ?? "(all)" }),
+          ),
+        );
+    },
+    (error: unknown) => {
+      startError = error;
+    },
   );
+  // Until stopped, the Lease lost, or a start that failed once leading (its caches never filled).
+  await Promise.race([
+    stopped,
+    controller.done.then(() => undefined),
+    controller.synced.then(
+      () => new Promise<void>(() => undefined),
+      () => undefined,
+    ),
+  ]);
+  await controller.stop();
   await inspector?.stop();
-  return lostLeadership ? "lost" : "stopped";
+  if (startError !== undefined && !signal.aborted) {
+    process.stderr.write(
+      `opstask controller: ${startError instanceof Error ? startError.message : String(startError)}\n`,
+    );
+    return "failed";
+  }
+  return (await controller.done) === "lost" ? "lost" : "stopped";
 };
 
 /** The Lease's namespace: as configured, else the pod's (service account mount), else `default`. */
@@ -208,5 +167,5 @@ export const controllerCommand = async (argv: ReadonlyArray<string>): Promise<nu
   const stop = new AbortController();
   process.once("SIGTERM", () => stop.abort());
   process.once("SIGINT", () => stop.abort());
-  return (await serveController(kubeConfig, options, stop.signal)) === "lost" ? 1 : 0;
+  return (await serveController(kubeConfig, options, stop.signal)) === "stopped" ? 0 : 1;
 };

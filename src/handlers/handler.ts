@@ -16,11 +16,22 @@
  */
 import type * as Effect from "effect/Effect";
 import type { PhaseOutcome } from "../machine/types.ts";
+import type { HandlerContext } from "./handler-context.ts";
 
-export interface TaskHandler<Task, R = never> {
-  readonly admit: (task: Task) => Effect.Effect<PhaseOutcome, never, R>;
-  readonly execute: (task: Task) => Effect.Effect<PhaseOutcome, never, R>;
-  readonly cleanup: (task: Task) => Effect.Effect<PhaseOutcome, never, R>;
+/**
+ * One phase: the task and its call's context (attempt, logger, object reader, Events, client, abort
+ * signal; handler-context.ts). A phase that needs none of it may take the task alone.
+ */
+export type TaskPhase<Task, R = never, Context extends HandlerContext = HandlerContext> = (
+  task: Task,
+  context: Context,
+) => Effect.Effect<PhaseOutcome, never, R>;
+
+/** `Context` is the plain `HandlerContext`, or one with the member's typed config (`memberHandlers`). */
+export interface TaskHandler<Task, R = never, Context extends HandlerContext = HandlerContext> {
+  readonly admit: TaskPhase<Task, R, Context>;
+  readonly execute: TaskPhase<Task, R, Context>;
+  readonly cleanup: TaskPhase<Task, R, Context>;
 }
 
 /** Handlers by config member (e.g. `onDemandSnapshot`); a member without one is Rejected (`ERR_UNSUPPORTED_TASK`). */

@@ -1,39 +1,52 @@
 /**
  * `promiseHandler`: a `TaskHandler` from plain functions, for handlers that do not want Effect. Each
- * phase returns a `PhaseOutcome` or a Promise of one and gets an `AbortSignal` that fires when the
- * lifecycle drops the call (the task was deleted while Admit or Execute ran, or the controller stops).
+ * phase returns a `PhaseOutcome` or a Promise of one and gets the call's `HandlerContext`: `attempt`,
+ * `log`, `objects`, `events`, `kube`, and a `signal` that fires when the lifecycle drops the call (the
+ * task was deleted while Admit or Execute ran, or the controller stops).
  *
  * A phase that throws or rejects is a bug, not a verdict: the runtime turns it into a `retry` with
  * ERR_HANDLER_DEFECT. Say `failed(...)` when retrying cannot help.
  */
 import * as Effect from "effect/Effect";
 import type { TaskHandler } from "../handlers/handler.ts";
+import type { HandlerContext } from "../handlers/handler-context.ts";
 import type { PhaseOutcome } from "../machine/types.ts";
 import { completed } from "./outcome.ts";
 
-export type PromisePhase<Task> = (task: Task, signal: AbortSignal) => PhaseOutcome | Promise<PhaseOutcome>;
+export type PromisePhase<Task, Context extends HandlerContext = HandlerContext> = (
+  task: Task,
+  context: Context,
+) => PhaseOutcome | Promise<PhaseOutcome>;
 
-export interface PromiseHandler<Task> {
+export interface PromiseHandler<Task, Context extends HandlerContext = HandlerContext> {
   /** Preconditions only; must not change the world. Default: admit. */
-  readonly admit?: PromisePhase<Task>;
+  readonly admit?: PromisePhase<Task, Context>;
   /** May run more than once (at-least-once): make it safe to repeat. */
-  readonly execute: PromisePhase<Task>;
+  readonly execute: PromisePhase<Task, Context>;
   /** Runs when the task is deleted (not for Rejected tasks); must be idempotent. Default: nothing to do. */
-  readonly cleanup?: PromisePhase<Task>;
+  readonly cleanup?: PromisePhase<Task, Context>;
 }
 
 const fromPromise =
-  <Task>(phase: PromisePhase<Task>) =>
-  (task: Task): Effect.Effect<PhaseOutcome> =>
+  <Task, Context extends HandlerContext>(phase: PromisePhase<Task, Context>) =>
+  (task: Task, context: Context): Effect.Effect<PhaseOutcome> =>
     Effect.suspend(() => {
+      // Aborted by the driver (task deleted, controller stopped) or by this fiber's interruption.
       const abort = new AbortController();
-      const result = phase(task, abort.signal);
+      const signal = AbortSignal.any([context.signal, abort.signal]);
+      const result = phase(task, { ...context, signal });
       // A synchronous answer stays synchronous: the simulation then runs it in the same step.
       if (!(result instanceof Promise)) return Effect.succeed(result);
       return Effect.promise(() => result).pipe(Effect.onInterrupt(() => Effect.sync(() => abort.abort())));
     });
 
-export const promiseHandler = <Task>(phases: PromiseHandler<Task>): TaskHandler<Task> => ({
+/**
+ * `Context` is inferred where the handler is expected with a typed config (`memberHandlers`); write
+ * `promiseHandler<Task>` for a plain registry.
+ */
+export const promiseHandler = <Task, Context extends HandlerContext = HandlerContext>(
+  phases: PromiseHandler<Task, Context>,
+): TaskHandler<Task, never, Context> => ({
   admit: fromPromise(phases.admit ?? (() => completed("Admitted"))),
   execute: fromPromise(phases.execute),
   cleanup: fromPromise(phases.cleanup ?? (() => completed("Nothing to clean up"))),

@@ -4,10 +4,19 @@
  * cleanup, status in druid's schema, Events — and returns once the task cache is synced. No Effect in
  * sight unless the handlers use services, which come in as one Layer.
  *
+ * The production wiring of `opstask controller` comes with it, each part an option: leader election
+ * over a Lease, `/healthz` and `/readyz`, Prometheus metrics (the admission group's label named by the
+ * kind), a field manager of its own. Before it watches, it asks API discovery whether the task
+ * resource is served, and fails with a clear error when the CRD is missing or the cluster does not
+ * answer within `startTimeoutMs`.
+ *
  * Underneath it is `runController` (src/runtime/controller.ts) with the Kubernetes interpreter
  * (`kubernetesLayer`), which advanced users can call directly (both are exported), e.g. to share a
- * scope, add leader election or run several kinds in one Effect program.
+ * scope or run several kinds in one Effect program.
  */
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as Exit from "effect/Exit";
 import * as Fiber from "effect/Fiber";
@@ -19,30 +28,41 @@ import * as Scope from "effect/Scope";
 import type { HandlerRegistry } from "../handlers/handler.ts";
 import { type FaultCounter, KubeFaults } from "../interpreters/kubernetes/fault-counter.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
+import { withFieldManager } from "../kube/field-manager.ts";
+import { controllerFieldManager } from "../kube/kube-client.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
 import { loadKubeClient } from "../kube/kubeconfig-loader.ts";
-import { RequestCounter } from "../kube/request-metrics.ts";
-import type { DuplicatePolicy, LifecycleConfig } from "../machine/types.ts";
+import type { RequestCounter } from "../kube/request-metrics.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
 import type { ResourceRef, TaskKind } from "../reconcile/task-kind.ts";
+import { ContactCounter } from "../runtime/api-contact.ts";
 import { type ControllerHandle, type ControllerStats, runController } from "../runtime/controller.ts";
-import { type ControllerObserver, noObserver } from "../runtime/metrics.ts";
+import { runLeaderElection } from "../runtime/leader-election.ts";
+import { type ControllerObserver, metricLabelOf, noObserver } from "../runtime/metrics.ts";
 import { sumQueueMetrics, type WorkQueueMetrics } from "../runtime/work-queue.ts";
 import { alsoObserve } from "../ui/also-observe.ts";
 import type { ExplainInput } from "../ui/board-store.ts";
+import { type LifecycleOptions, lifecycleOverrides } from "./lifecycle-options.ts";
+import { bothObservers, type MetricsEndpoint, startOpsWiring } from "./ops-wiring.ts";
 import type { ServicesOption } from "./services-option.ts";
+import { checkServed, TaskControllerStartError } from "./start-checks.ts";
 
-/** Lifecycle timing; every value defaults to etcd-druid's (`druidTiming`). */
-export type LifecycleTiming = Partial<
-  Pick<
-    LifecycleConfig,
-    "requeueIntervalMs" | "backoffBaseMs" | "backoffCapMs" | "phaseDeadlineMs" | "minRequeueMs"
-  >
->;
+export type { LifecycleTiming } from "./lifecycle-options.ts";
+export type { MetricsEndpoint } from "./ops-wiring.ts";
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "none";
 
-export interface TaskControllerBaseOptions<Task, R> {
+/** One active instance among replicas: the one holding the Lease runs the controller. */
+export interface LeaderElectionOptions {
+  /** The Lease's name, e.g. `backup-verifier-leader`. */
+  readonly name: string;
+  /** The Lease's namespace (default: the watched namespace when there is one, else `default`). */
+  readonly namespace?: string;
+  /** Unique per replica (default: host name, process id and a random suffix). */
+  readonly identity?: string;
+}
+
+export interface TaskControllerBaseOptions<Task, R> extends LifecycleOptions {
   readonly kind: TaskKind<Task>;
   /** Handlers by config member; a task whose member has none is Rejected (`ERR_UNSUPPORTED_TASK`). */
   readonly handlers: HandlerRegistry<Task, R>;
@@ -55,9 +75,6 @@ export interface TaskControllerBaseOptions<Task, R> {
   readonly namespace?: string | ReadonlyArray<string>;
   /** Passes at once per namespace (default 3). Handler calls never hold a worker. */
   readonly concurrency?: number;
-  /** `reject` (druid, the default) or `queue` (FIFO per admission group). */
-  readonly duplicatePolicy?: DuplicatePolicy;
-  readonly timing?: LifecycleTiming;
   /** Every task is reconciled again this often, whatever happened (default 10 minutes). */
   readonly resyncIntervalMs?: number;
   /** Objects that name the admission groups: a change to one re-triggers its group's unfinished tasks. */
@@ -88,6 +105,33 @@ export interface TaskControllerBaseOptions<Task, R> {
    * `opstask_api_faults_total` by `makeControllerMetrics`); they are logged at WARN either way.
    */
   readonly faults?: FaultCounter;
+  /**
+   * Who writes: the field manager of every write (default `opstask`), so that `managedFields` tell
+   * this controller's writes from other writers'.
+   */
+  readonly fieldManager?: string;
+  /**
+   * Run only while holding this Lease (replicas stand by). `runTaskController` then resolves at once,
+   * standing by; `synced` resolves once it leads and its caches are filled, and `done` with "lost" if
+   * the Lease is lost (the controller has stopped: exit, as client-go's controllers do).
+   */
+  readonly leaderElection?: LeaderElectionOptions;
+  /** Serve `/healthz` and `/readyz` here (`HOST:PORT`, `:0` a free port); off when absent. */
+  readonly probes?: string;
+  /** Serve Prometheus metrics (`/metrics`); off when absent. */
+  readonly metrics?: MetricsEndpoint;
+  /**
+   * Label names of the task metrics: `group` names the admission group's label (DEP-05's `etcd` for
+   * EtcdOpsTask); default: the kind's vocabulary word for a group, as a label (`admission_group`).
+   */
+  readonly metricLabels?: { readonly group?: string };
+  /**
+   * How long the start may take before it fails: the cluster answering API discovery, and (once
+   * leading) the caches' first LIST (default 30 000 ms).
+   */
+  readonly startTimeoutMs?: number;
+  /** How to install the CRD, for the error when it is missing (`kubectl apply -f <crdManifest>`). */
+  readonly crdManifest?: string;
 }
 
 export type TaskControllerOptions<Task, R = never> = TaskControllerBaseOptions<Task, R> & ServicesOption<R>;
@@ -105,21 +149,43 @@ export interface TaskController {
   readonly requests: RequestCounter;
   /** The task board's URL with its token, when `ui` was given. */
   readonly boardUrl?: string;
+  /** Resolves once the controller leads (always, without leader election) and its caches are filled. */
+  readonly synced: Promise<void>;
+  /** Whether this instance runs the controller (true without leader election). */
+  readonly leading: () => boolean;
+  /** Resolves once stopped: "lost" when the Lease was lost, "stopped" by `stop()` or the signal. */
+  readonly done: Promise<"stopped" | "lost">;
+  /** Where `/metrics` and the probes are served, when asked for. */
+  readonly metricsUrl?: string;
+  readonly probesUrl?: string;
 }
+
+export { TaskControllerStartError } from "./start-checks.ts";
 
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error", none: "None" } as const;
 
-/** Starts the controller; resolves once every watched namespace's cache holds its first LIST. */
+/**
+ * Starts the controller; resolves once every watched namespace's cache holds its first LIST (under
+ * leader election: once standing by). Rejects with a `TaskControllerStartError` when the CRD is not
+ * installed or the cluster does not answer within `startTimeoutMs`.
+ */
 export const runTaskController = async <Task, R = never>(
   options: TaskControllerOptions<Task, R>,
 ): Promise<TaskController> => {
   const { kind, handlers } = options;
-  const kubeConfig = options.kubeConfig ?? (await loadKubeClient());
-  const counter = options.counter ?? new RequestCounter();
-  const config = lifecycleConfig(kind, {
-    ...options.timing,
-    ...(options.duplicatePolicy === undefined ? {} : { duplicatePolicy: options.duplicatePolicy }),
+  const fieldManager = options.fieldManager ?? controllerFieldManager;
+  const access = options.kubeConfig ?? (await loadKubeClient(undefined, { fieldManager }));
+  const client = withFieldManager(access, fieldManager);
+  const counter = options.counter ?? new ContactCounter();
+  const timeoutMs = options.startTimeoutMs ?? 30_000;
+  await checkServed({
+    client,
+    resource: kind.resource,
+    timeoutMs,
+    ...(options.crdManifest === undefined ? {} : { crdManifest: options.crdManifest }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
+  const config = lifecycleConfig(kind, lifecycleOverrides(options));
   const namespaces: ReadonlyArray<string | undefined> =
     options.namespace === undefined
       ? [undefined]
@@ -128,6 +194,25 @@ export const runTaskController = async <Task, R = never>(
         : options.namespace;
   // `services` is required by the type exactly when R is not never, so the fallback provides nothing.
   const services = options.services ?? (Layer.empty as Layer.Layer<R>);
+  const handles: ControllerHandle[] = [];
+  let leading = options.leaderElection === undefined;
+  let synced = false;
+  let lost = false;
+  const ops = await startOpsWiring({
+    ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+    ...(options.probes === undefined ? {} : { probes: options.probes }),
+    groupLabel: options.metricLabels?.group ?? metricLabelOf(kind.vocabulary.group),
+    client,
+    counter,
+    ...(options.faults === undefined ? {} : { faults: options.faults }),
+    state: {
+      leading: () => leading,
+      synced: () => synced,
+      caches: namespaces.length,
+      queue: () => sumQueueMetrics(handles.map((handle) => handle.queue())),
+      inFlightCalls: () => sumStats(handles.map((handle) => handle.stats())).inFlightCalls,
+    },
+  });
   const board =
     options.ui === undefined
       ? undefined
@@ -137,15 +222,20 @@ export const runTaskController = async <Task, R = never>(
           ...(options.uiExplain === undefined ? {} : { explain: options.uiExplain }),
         });
   const kubernetes = kubernetesLayer({
-    kubeConfig,
+    kubeConfig: client,
     resource: kind.resource,
     counter,
     ...(options.reportingController === undefined
       ? {}
       : { reportingController: options.reportingController }),
   });
-  const observer =
-    board === undefined ? options.observer : alsoObserve(options.observer ?? noObserver, board.observer);
+  const given =
+    ops.metrics === undefined
+      ? options.observer
+      : options.observer === undefined
+        ? ops.metrics.observer
+        : bothObservers(options.observer, ops.metrics.observer);
+  const observer = board === undefined ? given : alsoObserve(given ?? noObserver, board.observer);
   const runtime = ManagedRuntime.make(
     Layer.mergeAll(
       board?.layer(kubernetes) ?? kubernetes,
@@ -157,34 +247,12 @@ export const runTaskController = async <Task, R = never>(
       ),
     ),
   );
-  const handles: ControllerHandle[] = [];
   const scope = Scope.makeUnsafe();
-  const start = Effect.gen(function* () {
-    for (const namespace of namespaces) {
-      handles.push(
-        yield* runController({
-          kind: board?.kind ?? kind,
-          handlers: board?.handlers(handlers) ?? handlers,
-          config,
-          kubeConfig,
-          concurrency: options.concurrency ?? 3,
-          counter,
-          ...(namespace === undefined ? {} : { namespace }),
-          ...(options.resyncIntervalMs === undefined ? {} : { resyncInterval: options.resyncIntervalMs }),
-          ...(options.groupResource === undefined ? {} : { groupResource: options.groupResource }),
-          ...(observer === undefined ? {} : { observer }),
-        }),
-      );
-    }
-    yield* Effect.forEach(handles, (handle) => handle.synced, { discard: true });
-  }).pipe(
-    Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel ?? "info"]),
-    options.faults === undefined ? (effect) => effect : Effect.provideService(KubeFaults, options.faults),
-    Scope.provide(scope),
-  );
-
   let stopping: Promise<void> | undefined;
-  const fiber = runtime.runFork(start);
+  let resolveDone: (how: "stopped" | "lost") => void = () => undefined;
+  const done = new Promise<"stopped" | "lost">((resolve) => {
+    resolveDone = resolve;
+  });
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       options.signal?.removeEventListener("abort", onAbort);
@@ -192,27 +260,115 @@ export const runTaskController = async <Task, R = never>(
       await Effect.runPromise(Scope.close(scope, Exit.void));
       await runtime.dispose();
       await board?.stop();
+      await ops.close();
+      resolveDone(lost ? "lost" : "stopped");
     })();
     return stopping;
   };
   const onAbort = () => void stop();
+
+  const election = options.leaderElection;
+  const start = Effect.gen(function* () {
+    if (election !== undefined) {
+      const lease = yield* runLeaderElection({
+        kubeConfig: client,
+        namespace: election.namespace ?? namespaces.find((namespace) => namespace !== undefined) ?? "default",
+        name: election.name,
+        identity: election.identity ?? `${hostname()}_${process.pid}_${randomBytes(3).toString("hex")}`,
+        counter,
+      });
+      yield* Effect.logInfo("standing by until this instance holds the Lease").pipe(
+        Effect.annotateLogs({ lease: election.name }),
+      );
+      yield* lease.leading;
+      leading = true;
+      yield* Effect.logInfo("leading").pipe(Effect.annotateLogs({ lease: election.name }));
+      // Losing the Lease stops the controller: another instance leads now.
+      yield* lease.lost.pipe(
+        Effect.andThen(Effect.logError("lost the Lease; stopping")),
+        Effect.andThen(
+          Effect.sync(() => {
+            leading = false;
+            lost = true;
+            void stop();
+          }),
+        ),
+        Effect.forkScoped,
+      );
+    }
+    for (const namespace of namespaces) {
+      handles.push(
+        yield* runController({
+          kind: board?.kind ?? kind,
+          handlers: board?.handlers(handlers) ?? handlers,
+          config,
+          kubeConfig: client,
+          concurrency: options.concurrency ?? 3,
+          counter,
+          fieldManagers: [fieldManager],
+          ...(namespace === undefined ? {} : { namespace }),
+          ...(options.resyncIntervalMs === undefined ? {} : { resyncInterval: options.resyncIntervalMs }),
+          ...(options.groupResource === undefined ? {} : { groupResource: options.groupResource }),
+          ...(observer === undefined ? {} : { observer }),
+        }),
+      );
+    }
+    yield* Effect.forEach(handles, (handle) => handle.synced, { discard: true }).pipe(
+      Effect.timeoutOrElse({
+        duration: Duration.millis(timeoutMs),
+        orElse: () =>
+          Effect.fail(
+            new TaskControllerStartError(
+              "NotSynced",
+              `the ${kind.resource.plural} cache was not filled within ${Math.round(timeoutMs / 1000)} s: check that the kubeconfig may list and watch ${kind.resource.plural}.${kind.resource.group}`,
+            ),
+          ),
+      }),
+    );
+    synced = true;
+  }).pipe(
+    Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel ?? "info"]),
+    options.faults === undefined ? (effect) => effect : Effect.provideService(KubeFaults, options.faults),
+    Scope.provide(scope),
+  );
+
+  const fiber = runtime.runFork(start);
   if (options.signal?.aborted === true) void stop();
   else options.signal?.addEventListener("abort", onAbort, { once: true });
 
-  const exit = await new Promise<Exit.Exit<void, unknown>>((resolve) => fiber.addObserver(resolve));
-  if (Exit.isFailure(exit)) {
-    await stop();
-    // Stopped by the caller before the caches synced: reject as fetch does, with the signal's reason.
-    if (options.signal?.aborted === true) throw options.signal.reason;
-    throw new Error(`${kind.resource.kind} controller did not start: ${String(exit.cause)}`);
-  }
-  return {
+  const started = new Promise<void>((resolve, reject) =>
+    fiber.addObserver((exit) => {
+      if (Exit.isSuccess(exit)) return resolve();
+      // Stopped by the caller before the caches synced: reject as fetch does, with the signal's reason.
+      const failure = Exit.findErrorOption(exit);
+      const reason =
+        options.signal?.aborted === true
+          ? options.signal.reason
+          : failure._tag === "Some" && failure.value instanceof TaskControllerStartError
+            ? failure.value
+            : new Error(`${kind.resource.kind} controller did not start: ${String(exit.cause)}`);
+      void stop().then(() => reject(reason));
+    }),
+  );
+  const controller: TaskController = {
     stop,
     stats: () => sumStats(handles.map((handle) => handle.stats())),
     queue: () => sumQueueMetrics(handles.map((handle) => handle.queue())),
     requests: counter,
+    synced: started,
+    leading: () => leading,
+    done,
     ...(board === undefined ? {} : { boardUrl: board.server.url }),
+    ...(ops.metricsUrl === undefined ? {} : { metricsUrl: ops.metricsUrl }),
+    ...(ops.probesUrl === undefined ? {} : { probesUrl: ops.probesUrl }),
   };
+  if (election !== undefined) {
+    // Standing by: a later failure to start is the `synced` promise's (and `done`'s) to tell.
+    started.catch(() => undefined);
+    return controller;
+  }
+  await started;
+  return controller;
 };
 
 const sumStats = (all: ReadonlyArray<ControllerStats>): ControllerStats => {

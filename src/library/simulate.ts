@@ -22,21 +22,25 @@ import * as Layer from "effect/Layer";
 import * as ManagedRuntime from "effect/ManagedRuntime";
 import type { TaskState, TaskStatus } from "../api/status.ts";
 import { supportedMembers } from "../handlers/handler.ts";
+import { type HandlerContext, type ObjectResource, taskLogKeys } from "../handlers/handler-context.ts";
 import { MemoryApiServer, type WatchEvent } from "../interpreters/memory/api-server.ts";
 import { FakeClock } from "../interpreters/memory/clock.ts";
 import {
   type Behaviour,
+  type CallInfo,
   type HandlerCall,
   type PassRecord,
   type RecordedEvent,
   SimulatedController,
   type WriteRecord,
 } from "../interpreters/memory/controller.ts";
+import { MemoryObjects } from "../interpreters/memory/memory-objects.ts";
 import type { JsonObject } from "../interpreters/memory/merge-patch.ts";
 import type { LifecycleConfig, Phase, PhaseOutcome } from "../machine/types.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
 import { defectOutcome } from "../reconcile/handler-defect.ts";
 import { readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind.ts";
+import { type LifecycleOptions, lifecycleOverrides } from "./lifecycle-options.ts";
 import { completed } from "./outcome.ts";
 import type { ServicesOption } from "./services-option.ts";
 
@@ -50,13 +54,24 @@ export interface Hang {
 }
 export const hang: Hang = { kind: "hang" };
 
-/** What a simulated handler knows about its call besides the task. */
-export interface CallContext {
-  readonly phase: Phase;
-  /** Earlier calls of this phase for this task (0 on the first): script "fail twice, then succeed" with it. */
-  readonly attempt: number;
+/**
+ * What a simulated handler knows about its call besides the task: the handler context of a real call
+ * (`attempt` is 1 on the first call of a phase: script "fail twice, then succeed" with it; the object
+ * reader reads `objects`, Events land in `events()`, log lines in `logs()`; no `kube` client), and
+ * the fake clock's `now`.
+ */
+export interface CallContext extends HandlerContext {
   /** The fake clock, in ms since the epoch. */
   readonly now: number;
+}
+
+/** A line a handler logged through its context, with the task's keys. */
+export interface LoggedLine {
+  readonly level: "debug" | "info" | "warn" | "error";
+  readonly message: string;
+  /** The task's keys (namespace, name, uid, reconcileID, phase) and the fields the handler gave. */
+  readonly fields: Readonly<Record<string, unknown>>;
+  readonly at: number;
 }
 
 export type SimulatedResult<R> = PhaseOutcome | Hang | Effect.Effect<PhaseOutcome, never, R>;
@@ -69,18 +84,25 @@ export interface SimulatedHandler<Task, R = never> {
   readonly cleanup?: SimulatedPhase<Task, R>;
 }
 
-export interface SimulateBaseOptions<Task, R> {
+export interface SimulateBaseOptions<Task, R> extends LifecycleOptions {
   readonly kind: TaskKind<Task>;
   /** By config member; a member without one is Rejected (`ERR_UNSUPPORTED_TASK`). */
   readonly handlers: Readonly<Record<string, SimulatedHandler<Task, R>>>;
-  /** Lifecycle settings; etcd-druid's by default. */
+  /**
+   * @deprecated Use `duplicatePolicy` and `timing`, as `runTaskController` names them; when both are
+   * given, those win.
+   */
   readonly config?: Partial<Omit<LifecycleConfig, "finalizer" | "vocabulary">>;
   /** Services for Effect handlers, built once (lazily) and released by `dispose()`. */
   readonly services?: Layer.Layer<R, unknown>;
   /** The fake clock's start, ms since the epoch (default 2026-01-01T00:00:00Z). */
   readonly startAt?: number;
   /** Where `create` puts tasks without a namespace and where names are looked up (default `default`). */
+  readonly defaultNamespace?: string;
+  /** @deprecated The old name of `defaultNamespace` (`namespace` is what `runTaskController` watches). */
   readonly namespace?: string;
+  /** Other objects of the simulated cluster, read by handlers through `context.objects`. */
+  readonly objects?: ReadonlyArray<{ readonly resource: ObjectResource; readonly object: unknown }>;
 }
 
 export type SimulateOptions<Task, R = never> = SimulateBaseOptions<Task, R> & ServicesOption<R>;
@@ -129,8 +151,12 @@ export interface Simulation<Task> {
   readonly calls: (name?: string) => ReadonlyArray<HandlerCall>;
   /** API writes the controller made (finalizer, status, delete), in order. */
   readonly writes: (name?: string) => ReadonlyArray<WriteRecord>;
-  /** Kubernetes Events the controller recorded. */
+  /** Kubernetes Events the controller (and handlers, through their context) recorded. */
   readonly events: (name?: string) => ReadonlyArray<RecordedEvent>;
+  /** Lines handlers logged through their context (all tasks, or one). */
+  readonly logs: (name?: string) => ReadonlyArray<LoggedLine>;
+  /** Other objects of the simulated cluster (`put`, `remove`), as handlers read them. */
+  readonly objects: MemoryObjects;
   /** Reconcile passes with the machine's transitions and how each ended. */
   readonly passes: (name?: string) => ReadonlyArray<PassRecord>;
   /** Every change of the stored objects, as a watch would have seen it. */
@@ -169,13 +195,16 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
 
 export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Simulation<Task> => {
   const { kind, handlers } = options;
-  const namespace = options.namespace ?? "default";
+  const namespace = options.defaultNamespace ?? options.namespace ?? "default";
   const clock = new FakeClock(options.startAt ?? Date.UTC(2026, 0, 1));
   const server = new MemoryApiServer({
     resource: `${kind.resource.plural}.${kind.resource.group}`,
     now: () => clock.now(),
   });
-  const config = lifecycleConfig(kind, options.config);
+  const config = lifecycleConfig(kind, { ...options.config, ...lifecycleOverrides(options) });
+  const objects = new MemoryObjects();
+  for (const { resource, object } of options.objects ?? []) objects.put(resource, object);
+  const logs: Array<LoggedLine & { readonly name: string }> = [];
   // `services` is required by the type exactly when R is not never, so the fallback provides nothing.
   const runtime = ManagedRuntime.make(options.services ?? (Layer.empty as Layer.Layer<R>));
   const inFlight = new Map<number, InFlight>();
@@ -187,18 +216,51 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
     return decoded.ok ? decoded.task : undefined;
   };
 
-  const behaviour = (facts: TaskFacts, phase: Phase): Behaviour => {
+  const contextOf = (facts: TaskFacts, phase: Phase, info: CallInfo): CallContext => {
+    const { metadata } = facts;
+    const keys = taskLogKeys(metadata, phase, info.reconcileID);
+    const line =
+      (level: LoggedLine["level"]) =>
+      (message: string, fields: Readonly<Record<string, unknown>> = {}) =>
+        void logs.push({
+          level,
+          message,
+          fields: { ...fields, ...keys },
+          at: clock.now(),
+          name: metadata.name,
+        });
+    return {
+      phase,
+      attempt: info.attempt,
+      now: clock.now(),
+      signal: info.signal,
+      log: { debug: line("debug"), info: line("info"), warn: line("warn"), error: line("error") },
+      objects,
+      events: {
+        record: (eventType, reason, note) =>
+          void controller.events.push({
+            uid: metadata.uid,
+            name: metadata.name,
+            eventType,
+            reason,
+            note,
+            at: clock.now(),
+          }),
+      },
+    };
+  };
+
+  const behaviour = (facts: TaskFacts, phase: Phase, info: CallInfo): Behaviour => {
     // The controller records the call just before it asks for the behaviour.
     const call = controller.calls.at(-1);
     const task = taskOf(facts);
     if (task === undefined) return { kind: "throw", message: "the task does not decode" };
     const run = handlers[facts.member]?.[phase];
     if (run === undefined) return { kind: "return", outcome: defaults[phase] };
-    const attempt =
-      controller.calls.filter((c) => c.uid === facts.metadata.uid && c.phase === phase).length - 1;
+    const context = contextOf(facts, phase, info);
     let result: SimulatedResult<R>;
     try {
-      result = run(task, { phase, attempt, now: clock.now() });
+      result = run(task, context);
     } catch (error) {
       return { kind: "throw", message: messageOf(error) };
     }
@@ -206,6 +268,7 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
       return result.kind === "hang" ? { kind: "hang" } : { kind: "return", outcome: result };
     const fiber = runtime.runFork(
       result.pipe(
+        Effect.annotateLogs(taskLogKeys(facts.metadata, phase, info.reconcileID)),
         Effect.catchCause((cause) =>
           Effect.succeed(defectOutcome(Cause.pretty(cause).split("\n")[0] ?? "defect")),
         ),
@@ -317,6 +380,8 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
     calls: (name) => byName(controller.calls, name),
     writes: (name) => byName(controller.writes, name),
     events: (name) => byName(controller.events, name),
+    logs: (name) => byName(logs, name).map(({ name: _, ...line }) => line),
+    objects,
     passes: (name) => byName(controller.passes, name),
     history: (name) =>
       name === undefined

@@ -26,6 +26,7 @@
 import { isTerminal } from "../api/status.ts";
 import { nextRetryState, noRetry, type RetryState } from "../effects/retry-state.ts";
 import type { PassEnd } from "../effects/task-effect.ts";
+import { compareResourceVersions } from "../kube/object.ts";
 import { backoffDelayMs } from "../machine/backoff.ts";
 import type { KnownResult, LifecycleConfig, PassInput, Phase } from "../machine/types.ts";
 import { GroupIndex } from "./group-index.ts";
@@ -105,6 +106,8 @@ interface Call {
 export class TaskScheduler<K extends Kept = Kept> {
   readonly #options: SchedulerOptions;
   readonly #retry = new Map<string, RetryState>();
+  /** Calls of the current phase so far, by UID: the handler context's `attempt`. */
+  readonly #attempts = new Map<string, { readonly phase: Phase; readonly calls: number }>();
   /** Handler results not yet on their objects, by UID. */
   readonly #unwritten = new Map<string, K>();
   /** Keys whose pass waits for a handler call or runs after one. */
@@ -210,9 +213,17 @@ export class TaskScheduler<K extends Kept = Kept> {
   calling(
     hold: PassHold,
     phase: Phase,
-  ): { readonly callId: number; readonly lockedGroup: string | undefined; readonly wake: Wake[] } {
+  ): {
+    readonly callId: number;
+    readonly attempt: number;
+    readonly lockedGroup: string | undefined;
+    readonly wake: Wake[];
+  } {
     this.#callSerial += 1;
     const callId = this.#callSerial;
+    const previous = this.#attempts.get(hold.uid);
+    const attempt = previous?.phase === phase ? previous.calls + 1 : 1;
+    this.#attempts.set(hold.uid, { phase, calls: attempt });
     this.#busy.set(hold.key, {
       id: callId,
       key: hold.key,
@@ -221,8 +232,8 @@ export class TaskScheduler<K extends Kept = Kept> {
       group: hold.group,
       returned: false,
     });
-    if (phase === "admit") return { callId, lockedGroup: hold.lockedGroup, wake: [] };
-    return { callId, lockedGroup: undefined, wake: this.#unlock(hold.lockedGroup, hold.key) };
+    if (phase === "admit") return { callId, attempt, lockedGroup: hold.lockedGroup, wake: [] };
+    return { callId, attempt, lockedGroup: undefined, wake: this.#unlock(hold.lockedGroup, hold.key) };
   }
 
   /**
@@ -251,8 +262,11 @@ export class TaskScheduler<K extends Kept = Kept> {
     else this.#settledAt.delete(hold.key);
     const next = nextRetryState(this.#retry.get(hold.uid) ?? noRetry, end, now);
     // Most tasks have nothing to remember (settled, or waiting without errors): keep no entry.
-    if (next === noRetry || !exists) this.#retry.delete(hold.uid);
-    else this.#retry.set(hold.uid, next);
+    if (next === noRetry || !exists) {
+      this.#retry.delete(hold.uid);
+      // Nothing to retry: the phase is over (or waits for a change), so its next call is a first.
+      this.#attempts.delete(hold.uid);
+    } else this.#retry.set(hold.uid, next);
     if (end._tag === "RequeueAfter") this.#reasons.timer(hold.key, end.reason);
     return this.#free(hold);
   }
@@ -313,6 +327,8 @@ export class TaskScheduler<K extends Kept = Kept> {
       this.#released.delete(uid);
       this.#settledAt.delete(key);
     }
+    if (type === "MODIFIED" && change.own !== true && !this.#echoes(key, facts.metadata.resourceVersion))
+      this.#userChanged(uid);
     const peersMustLook = this.#groups.update(key, type === "DELETED" ? undefined : { group, facts });
     if (type !== "DELETED" && change.own !== true)
       wake.push({ key, reason: type === "ADDED" ? "object added" : "object changed" });
@@ -381,7 +397,30 @@ export class TaskScheduler<K extends Kept = Kept> {
     return false;
   }
 
+  /**
+   * Someone else changed the task (a user's spec or label edit; our own writes come as `own`): a
+   * handler that said `retry({ afterMs })` was waiting for the world to change, and it just did, so the
+   * poll timer no longer holds the next call back. An error backoff stays: it guards against a handler
+   * failing in a hot loop, whatever the edits.
+   */
+  #userChanged(uid: string): void {
+    const retry = this.#retry.get(uid);
+    if (retry !== undefined && retry.retries === 0 && retry.retryAt !== undefined) this.#retry.delete(uid);
+  }
+
+  /**
+   * A change event at or before the version our last pass of `key` left is one of our own writes whose
+   * event the informer could not tell apart (it came before the write's response): no one else's edit.
+   */
+  #echoes(key: string, resourceVersion: string): boolean {
+    const settled = this.#settledAt.get(key);
+    if (settled === undefined) return false;
+    const order = compareResourceVersions(resourceVersion, settled);
+    return order !== undefined && order <= 0;
+  }
+
   #forget(uid: string): void {
+    this.#attempts.delete(uid);
     this.#retry.delete(uid);
     this.#unwritten.delete(uid);
   }

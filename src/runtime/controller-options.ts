@@ -30,6 +30,8 @@ export interface ControllerOptions<Task, R> {
   readonly counter?: RequestCounter;
   /** Told about every pass and every finished task (metrics). */
   readonly observer?: ControllerObserver;
+  /** Field managers of our own writes besides `opstask` (a library user's `fieldManager`): not foreign. */
+  readonly fieldManagers?: ReadonlyArray<string>;
 }
 
 /** What the controller exposes while it runs. */

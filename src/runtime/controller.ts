@@ -26,9 +26,11 @@ import type * as Scope from "effect/Scope";
 import * as Stream from "effect/Stream";
 import { isTerminal } from "../api/status.ts";
 import { supportedMembers } from "../handlers/handler.ts";
+import { taskLogKeys } from "../handlers/handler-context.ts";
 import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { performOnCluster } from "../interpreters/kubernetes/perform.ts";
 import type { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
+import { kubeClientOf } from "../kube/kube-client-node.ts";
 import { type KubeObject, objectKey } from "../kube/object.ts";
 import type { Phase, PhaseOutcome } from "../machine/types.ts";
 import { factsAfterWrite } from "../reconcile/facts-after-write.ts";
@@ -40,6 +42,7 @@ import { readFacts, readTask, type TaskFacts } from "../reconcile/task-kind.ts";
 import { jittered } from "./backoff-jitter.ts";
 import type { ControllerHandle, ControllerOptions } from "./controller-options.ts";
 import { makeForeignWriterWatch, ownFieldManagers, reportForeignWrites } from "./foreign-writers.ts";
+import { kubeHandlerContext, kubeObjectGetter } from "./handler-context-kube.ts";
 import { makeInformer } from "./informer.ts";
 import { noObserver, type TaskLabels } from "./metrics.ts";
 import { makeWorkQueue } from "./work-queue.ts";
@@ -74,9 +77,17 @@ export const runController = <Task, R>(
     const { kind, config, handlers } = options;
     const observer = options.observer ?? noObserver;
     const recorder = yield* EventRecorder;
+    const services = yield* Effect.context<EventRecorder>();
+    const client = kubeClientOf(options.kubeConfig);
+    const objects = kubeObjectGetter(client, options.counter);
+    /** Abort controllers of the handler calls that have not returned, by call id. */
+    const aborts = new Map<number, AbortController>();
     const supported = supportedMembers(handlers);
     // Another controller writing our tasks (etcd-druid's own) is noticed as objects arrive (foreign-writers.ts).
-    const foreign = makeForeignWriterWatch({ ownManagers: ownFieldManagers, finalizer: kind.finalizer });
+    const foreign = makeForeignWriterWatch({
+      ownManagers: [...ownFieldManagers, ...(options.fieldManagers ?? [])],
+      finalizer: kind.finalizer,
+    });
     const informer = yield* makeInformer({
       kubeConfig: options.kubeConfig,
       resource: kind.resource,
@@ -158,17 +169,41 @@ export const runController = <Task, R>(
             return result;
           });
 
-    const callHandler = (running: Running, phase: Phase): Effect.Effect<PhaseOutcome, never, R> => {
+    const callHandler = (
+      running: Running,
+      phase: Phase,
+      callId: number,
+      attempt: number,
+    ): Effect.Effect<PhaseOutcome, never, R> => {
       const handler = handlers[running.facts.member];
       if (running.task === undefined || handler === undefined)
         return Effect.succeed(
           defectOutcome(`no handler for ${running.facts.member || "an undecodable task"}`),
         );
       stats.handlerCalls += 1;
-      return handler[phase](running.task as Task).pipe(
+      const abort = new AbortController();
+      aborts.set(callId, abort);
+      const { metadata } = running.facts;
+      const context = kubeHandlerContext(
+        {
+          phase,
+          attempt,
+          reconcileID: running.runId,
+          subject: metadata,
+          client,
+          objects,
+          signal: abort.signal,
+        },
+        services,
+        recorder,
+      );
+      return Effect.suspend(() => handler[phase](running.task as Task, context)).pipe(
         Effect.catchCause((cause) =>
           Effect.succeed(defectOutcome(Cause.pretty(cause).split("\n")[0] ?? "defect")),
         ),
+        Effect.annotateLogs(taskLogKeys(metadata, phase, running.runId)),
+        Effect.onInterrupt(() => Effect.sync(() => abort.abort(new Error("the controller is stopping")))),
+        Effect.ensuring(Effect.sync(() => aborts.delete(callId))),
       );
     };
 
@@ -189,10 +224,10 @@ export const runController = <Task, R>(
           case "Request": {
             if (last.request._tag !== "RunPhase") return;
             const phase = last.request.phase;
-            const { callId, lockedGroup, wake } = scheduler.calling(running, phase);
+            const { callId, attempt, lockedGroup, wake } = scheduler.calling(running, phase);
             running.lockedGroup = lockedGroup;
             yield* wakeAll(wake);
-            const call = callHandler(running, phase).pipe(
+            const call = callHandler(running, phase, callId, attempt).pipe(
               Effect.flatMap((outcome) =>
                 Effect.gen(function* () {
                   const returned = scheduler.returned(running, callId);
@@ -340,6 +375,8 @@ export const runController = <Task, R>(
           }
           yield* reportForeignWrites(foreign.drain(), recorder, observer);
           const { wake, orphaned } = scheduler.changed({ type: change.type, facts });
+          if (orphaned !== undefined)
+            aborts.get(orphaned)?.abort(new Error("the task was deleted during the call"));
           if (orphaned !== undefined)
             yield* Effect.logInfo(
               "task deleted during its handler call; the call runs to its end, its result will be discarded",

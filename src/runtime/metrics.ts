@@ -63,10 +63,48 @@ export interface ControllerMetrics {
   readonly attach: (sources: MetricSources) => void;
 }
 
-export const makeControllerMetrics = (prefix = "opstask_"): ControllerMetrics => {
+export interface ControllerMetricsOptions {
+  /**
+   * The label name of the admission group on the task metrics (DEP-05's `etcd` for EtcdOpsTask, the
+   * default); a kind of one's own names its own (`runTaskController` passes its vocabulary's word).
+   */
+  readonly groupLabel?: string;
+}
+
+const reservedLabels = new Set(["type", "state", "namespace", "le", "quantile"]);
+
+/** A Prometheus label name for an admission group's word: `admission group` → `admission_group`. */
+export const metricLabelOf = (word: string): string => {
+  const label = word
+    .toLowerCase()
+    .replace(/[^a-z0-9_]+/g, "_")
+    .replace(/^_+|_+$/g, "");
+  return label === "" || /^[0-9]/.test(label) || label.startsWith("__") ? `group_${label}` : label;
+};
+
+export const makeControllerMetrics = (
+  prefix = "opstask_",
+  options: ControllerMetricsOptions = {},
+): ControllerMetrics => {
+  const groupLabel = options.groupLabel ?? "etcd";
+  if (
+    !/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(groupLabel) ||
+    groupLabel.startsWith("__") ||
+    reservedLabels.has(groupLabel)
+  )
+    throw new Error(
+      `metric label ${JSON.stringify(groupLabel)} for the admission group is not a free Prometheus label name (letters, digits, _; not type, state, namespace)`,
+    );
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix });
-  const taskLabels = ["type", "state", "etcd", "namespace"] as const;
+  const taskLabels = ["type", "state", groupLabel, "namespace"];
+  /** The metric's labels of a task's (whose admission group is under `etcd` inside). */
+  const promLabels = (labels: TaskLabels): Record<string, string> => ({
+    type: labels.type,
+    state: labels.state,
+    [groupLabel]: labels.etcd,
+    namespace: labels.namespace,
+  });
   const duration = new Histogram({
     name: `${prefix}task_duration_seconds`,
     help: "From creation to the terminal state, per finished task",
@@ -95,8 +133,8 @@ export const makeControllerMetrics = (prefix = "opstask_"): ControllerMetrics =>
   // Task labels come from task authors: bounded, and removed with their tasks and Etcds.
   const series = new SeriesTracker();
   const removeSeries = (labels: TaskLabels): void => {
-    tasks.remove({ ...labels });
-    duration.remove({ ...labels });
+    tasks.remove(promLabels(labels));
+    duration.remove(promLabels(labels));
   };
   const foreignWrites = new Counter({
     name: `${prefix}foreign_writes_total`,
@@ -112,8 +150,8 @@ export const makeControllerMetrics = (prefix = "opstask_"): ControllerMetrics =>
     },
     taskFinished: (labels, seconds, uid) => {
       const bounded = boundedLabels(labels);
-      tasks.inc({ ...bounded });
-      duration.observe({ ...bounded }, seconds);
+      tasks.inc(promLabels(bounded));
+      duration.observe(promLabels(bounded), seconds);
       if (uid !== undefined) series.counted(uid, bounded);
     },
     taskGone: (uid) => {

@@ -15,6 +15,7 @@ import * as Context from "effect/Context";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
 import type { HandlerRegistry, TaskHandler } from "../handlers/handler.ts";
+import type { HandlerContext } from "../handlers/handler-context.ts";
 import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { KubeRequests } from "../interpreters/kubernetes/layer.ts";
 import { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
@@ -69,12 +70,12 @@ export const recordingHandlers = <Task, R>(
 ): HandlerRegistry<Task, R> => {
   const wrap =
     (phase: Phase, call: TaskHandler<Task, R>[Phase]) =>
-    (task: Task): Effect.Effect<PhaseOutcome, never, R> =>
+    (task: Task, context: HandlerContext): Effect.Effect<PhaseOutcome, never, R> =>
       Effect.suspend(() => {
         const uid = kind.facts(task).metadata.uid;
         const started = Date.now();
         feed.record(uid, { _tag: "call", call: { phase, outcome: "running" } }, started);
-        return call(task).pipe(
+        return call(task, context).pipe(
           Effect.tap((outcome) =>
             Effect.sync(() => {
               const now = Date.now();

@@ -1,8 +1,8 @@
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { startOpsServer } from "../../src/cli/ops-server.ts";
 import { RequestCounter } from "../../src/kube/request-metrics.ts";
 import { makeControllerMetrics } from "../../src/runtime/metrics.ts";
+import { startOpsServer } from "../../src/runtime/ops-server.ts";
 
 const queue = {
   depth: 2,

@@ -2,11 +2,11 @@
 // metrics are exported with closed label sets.
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { startOpsServer } from "../../src/cli/ops-server.ts";
-import { apiLostGraceMs, notReadyReason } from "../../src/cli/readiness.ts";
 import { FaultCounter } from "../../src/interpreters/kubernetes/fault-counter.ts";
 import { ContactCounter } from "../../src/runtime/api-contact.ts";
 import { makeControllerMetrics } from "../../src/runtime/metrics.ts";
+import { startOpsServer } from "../../src/runtime/ops-server.ts";
+import { apiLostGraceMs, notReadyReason } from "../../src/runtime/readiness.ts";
 
 const idleQueue = {
   depth: 0,

@@ -84,7 +84,7 @@ const kubectl = (): string | undefined => {
 let admin: KubeConfig;
 let asController: KubeConfig;
 const stop = new AbortController();
-let served: Promise<"stopped" | "lost"> | undefined;
+let served: Promise<"stopped" | "lost" | "failed"> | undefined;
 const [first = "", second = ""] = watched;
 
 const createEtcd = (namespace: string, name: string, store: Record<string, unknown>) =>

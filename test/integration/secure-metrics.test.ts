@@ -22,10 +22,10 @@ import {
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { serveController } from "../../src/cli/controller-command.ts";
-import { startMetricsServer } from "../../src/cli/metrics-server.ts";
 import { readControllerOptions } from "../../src/cli/options.ts";
 import { freePorts } from "../../src/devcluster/ports.ts";
 import { kubeClientOf } from "../../src/kube/kube-client-node.ts";
+import { startMetricsServer } from "../../src/runtime/metrics-server.ts";
 import { selfSignedCertificate } from "../../src/runtime/self-signed-certificate.ts";
 import { useControlPlane } from "../support/cluster.ts";
 import { applyManifests, deployCrdFiles, deployObjects, theOne } from "../support/deploy-manifests.ts";
@@ -92,7 +92,7 @@ describe("secure metrics, as deployed", () => {
   let metricsPort: number;
   let probePort: number;
   const stop = new AbortController();
-  let served: Promise<"stopped" | "lost"> | undefined;
+  let served: Promise<"stopped" | "lost" | "failed"> | undefined;
 
   beforeAll(async () => {
     const plane = cluster();

@@ -27,6 +27,7 @@ import {
 } from "../../src/etcd/on-demand-snapshot-compaction/handler.ts";
 import { compactionJobName } from "../../src/etcd/on-demand-snapshot-compaction/job-spec.ts";
 import { kubernetesJobsLayer } from "../../src/handlers/jobs-kubernetes.ts";
+import { handlerContext } from "../../src/library/handler-context-of.ts";
 import type { PhaseOutcome } from "../../src/machine/types.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 
@@ -150,7 +151,8 @@ describe("snapshot compaction Job on a real API server", () => {
       kubernetesObjectReaderLayer({ kubeConfig: user }),
       kubernetesJobsLayer({ kubeConfig: user }),
     );
-    run = (phase, task) => Effect.runPromise(handler[phase](task).pipe(Effect.provide(layer)));
+    run = (phase, task) =>
+      Effect.runPromise(handler[phase](task, handlerContext({ phase })).pipe(Effect.provide(layer)));
 
     // The RBAC authorizer reads roles from a cache: wait until the binding is in effect.
     const userBatch = user.makeApiClient(BatchV1Api);

@@ -13,7 +13,7 @@ const shown = [...doc.matchAll(/^<!-- file: (\S+) -->\n```ts\n([\s\S]*?)^```$/gm
 describe("docs/library.md", () => {
   it("shows every getting-started file", () => {
     expect(shown.map((match) => match[1])).toEqual(
-      ["greeting.ts", "handlers.ts", "simulation.ts", "main.ts"].map(
+      ["greeting.ts", "handlers.ts", "simulation.ts", "main.ts", "cli.ts"].map(
         (name) => `examples/getting-started/${name}`,
       ),
     );

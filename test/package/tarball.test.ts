@@ -4,6 +4,7 @@
  * docs/library.md):
  * - type-check it under strict with skipLibCheck off (the package's .d.ts must stand on their own);
  * - check the library's entries load no CLI-only code or dependency, and the source maps resolve;
+ * - run its own task CLI (`opstask/cli`, a separate entry that may load CLI code);
  * - run it in simulation (`opstask/testing`);
  * - generate its CRD with the installed `opstask crd`, and run it against a real kube-apiserver.
  */
@@ -23,7 +24,7 @@ const manifest = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")
   readonly version: string;
   readonly devDependencies: Record<string, string>;
 };
-const exampleFiles = ["greeting.ts", "handlers.ts", "simulation.ts", "main.ts"];
+const exampleFiles = ["greeting.ts", "handlers.ts", "simulation.ts", "main.ts", "cli.ts"];
 const libraryEntries = ["index.js", "testing.js", "crd.js"];
 /** Packages only CLI commands use; a library user must not load them. */
 const cliOnlyPackages = ["@statelyai/inspect", "ws"];
@@ -100,6 +101,37 @@ describe("the packed library in a fresh project", () => {
     expect(folders.filter((folder) => cliOnlyFolders.includes(folder ?? ""))).toEqual([]);
     // The graph was walked: the library's own dependencies are there.
     expect(new Set(packages)).toContain("effect");
+  });
+
+  it("keeps opstask/cli a separate entry whose files are all shipped", () => {
+    const library = importGraph(libraryEntries.map((entry) => join(installed, "dist", entry)));
+    expect([...library.files].filter((file) => file.endsWith(join("dist", "cli.js")))).toEqual([]);
+    const cli = importGraph([join(installed, "dist", "cli.js")]);
+    expect([...cli.files].filter((file) => !existsSync(file))).toEqual([]);
+    expect([...cli.files].some((file) => file.includes(join("dist", "cli", "task")))).toBe(true);
+  });
+
+  it("gives the operator get/describe/wait/delete for its own kind (opstask/cli)", async () => {
+    const help = await run(process.execPath, ["cli.ts", "describe", "--help"], {
+      cwd: project,
+      timeout: 60_000,
+    });
+    expect(help.stdout).toMatch(/^Usage: opstask describe /);
+    const unknown = await run(process.execPath, ["cli.ts", "frobnicate"], {
+      cwd: project,
+      timeout: 60_000,
+    }).then(
+      () => ({ code: 0, stderr: "" }),
+      (error: { readonly code?: number; readonly stderr?: string }) => ({
+        code: error.code,
+        stderr: error.stderr ?? "",
+      }),
+    );
+    expect(unknown).toEqual({
+      code: 2,
+      stderr:
+        'unknown command "frobnicate": opstask get|describe|wait|delete [arguments] (--help for each)\n',
+    });
   });
 
   it("ships the sources its source maps name", () => {

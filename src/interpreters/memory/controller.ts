@@ -36,7 +36,16 @@ export interface SimulatedControllerOptions<Task> {
   readonly supported: ReadonlyArray<string>;
   readonly server: MemoryApiServer;
   readonly clock: FakeClock;
-  readonly behaviour: (task: TaskFacts, phase: Phase) => Behaviour;
+  readonly behaviour: (task: TaskFacts, phase: Phase, call: CallInfo) => Behaviour;
+}
+
+/** What the driver knows about a handler call besides its task: what a handler context is built from. */
+export interface CallInfo {
+  /** 1 for the first call of this phase (the scheduler's count). */
+  readonly attempt: number;
+  readonly reconcileID: string;
+  /** Aborts when the call is abandoned: its task deleted while it ran, or the controller crashed. */
+  readonly signal: AbortSignal;
 }
 
 /** A handler result not yet on its object, with the call that produced it. */
@@ -46,6 +55,7 @@ interface KeptCall extends Kept {
 
 interface Running extends PassHold {
   readonly name: string;
+  readonly runId: string;
   readonly started: number;
   readonly effects: TaskEffect["_tag"][];
   object: JsonObject;
@@ -88,6 +98,8 @@ export class SimulatedController<Task> {
   readonly #parked = new Map<string, Parked>();
   /** Hanging calls of deleted tasks: they run on until resolved, holding their group (16.12). */
   readonly #orphans: Parked[] = [];
+  /** The abort controllers of calls that have not returned, by call record id. */
+  readonly #aborts = new Map<number, AbortController>();
   #crashCountdown: number | undefined;
   readonly #writes: MemoryWrites;
   #runSerial = 0;
@@ -148,6 +160,8 @@ export class SimulatedController<Task> {
   crash(): void {
     this.epoch += 1;
     const now = this.#options.clock.now();
+    for (const abort of this.#aborts.values()) abort.abort(new Error("the controller crashed"));
+    this.#aborts.clear();
     for (const parked of [...this.#parked.values(), ...this.#orphans]) {
       parked.call.dropped = "crash";
       parked.call.endedAt = now;
@@ -217,6 +231,7 @@ export class SimulatedController<Task> {
     const { running, call, callId } = parked;
     call.endedAt = this.#options.clock.now();
     call.endedAfterCalls = this.calls.length;
+    this.#aborts.delete(call.id);
     if (orphan >= 0) this.#orphans.splice(orphan, 1);
     else this.#parked.delete(running.key);
     const returned = this.#scheduler.returned(running, callId);
@@ -260,6 +275,7 @@ export class SimulatedController<Task> {
       const parked = this.#parked.get(key);
       if (parked !== undefined) {
         parked.call.dropped = "cancelled";
+        this.#aborts.get(parked.call.id)?.abort(new Error("the task was deleted during the call"));
         this.#parked.delete(key);
         this.#orphans.push(parked);
       }
@@ -288,7 +304,8 @@ export class SimulatedController<Task> {
     if (facts === undefined) return;
     const now = this.#options.clock.now();
     const group = groupKeyOf(facts);
-    const started = this.#scheduler.start(key, facts, () => this.#groupFacts(group), now, this.#nextRunId());
+    const runId = this.#nextRunId();
+    const started = this.#scheduler.start(key, facts, () => this.#groupFacts(group), now, runId);
     if (started === undefined) return;
     const { kept } = started;
     this.#settled.delete(key);
@@ -304,6 +321,7 @@ export class SimulatedController<Task> {
       group: started.group,
       lockedGroup: started.lockedGroup,
       name,
+      runId,
       started: now,
       effects: [],
       object: stored.value,
@@ -445,7 +463,7 @@ export class SimulatedController<Task> {
   #call(running: Running, phase: Phase): Answer {
     const { clock, config, server } = this.#options;
     const [namespace] = splitKey(running.key);
-    const { callId, lockedGroup, wake } = this.#scheduler.calling(running, phase);
+    const { callId, attempt, lockedGroup, wake } = this.#scheduler.calling(running, phase);
     running.lockedGroup = lockedGroup;
     this.#enqueueAll(wake);
     const facts = running.facts;
@@ -464,11 +482,17 @@ export class SimulatedController<Task> {
       persisted: false,
     };
     this.calls.push(call);
+    const abort = new AbortController();
     const behaviour: Behaviour =
       facts.invalid !== undefined
         ? { kind: "throw", message: "undecodable task" }
-        : this.#options.behaviour(facts, phase);
+        : this.#options.behaviour(facts, phase, {
+            attempt,
+            reconcileID: running.runId,
+            signal: abort.signal,
+          });
     if (behaviour.kind === "hang") {
+      this.#aborts.set(call.id, abort);
       running.suspended = { call, callId };
       return Answer.Suspend();
     }

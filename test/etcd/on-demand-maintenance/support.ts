@@ -23,6 +23,7 @@ import {
   type OnDemandMaintenanceHandlerOptions,
 } from "../../../src/etcd/on-demand-maintenance/handler.ts";
 import { Resources } from "../../../src/etcd/services.ts";
+import { handlerContext } from "../../../src/library/handler-context-of.ts";
 import type { PhaseOutcome } from "../../../src/machine/types.ts";
 import { etcdName, etcdUid, host, namespace } from "../support/fixtures.ts";
 
@@ -274,7 +275,7 @@ export const run = (
     memoryObjectReaderLayer(objects),
     nodeEtcdGatewayLayer({ resolve: options.resolve ?? toLocalhost }),
   );
-  return Effect.runPromise(handler[phase](task).pipe(Effect.provide(layer)));
+  return Effect.runPromise(handler[phase](task, handlerContext({ phase })).pipe(Effect.provide(layer)));
 };
 
 // --- direct JSON-gateway calls ------------------------------------------------------------------------

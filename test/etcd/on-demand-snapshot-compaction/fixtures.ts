@@ -13,6 +13,7 @@ import {
 import { Resources } from "../../../src/etcd/services.ts";
 import { Jobs, type JobsShape } from "../../../src/handlers/jobs.ts";
 import { MemoryJobs, makeMemoryJobs } from "../../../src/handlers/jobs-memory.ts";
+import { handlerContext } from "../../../src/library/handler-context-of.ts";
 import type { PhaseOutcome } from "../../../src/machine/types.ts";
 import { etcdName, etcdObject, namespace } from "../support/fixtures.ts";
 
@@ -130,7 +131,7 @@ export const run = (
     memoryObjectReaderLayer(objects),
     Layer.succeed(Jobs, jobsShape === undefined ? memory : jobsShape(memory)),
   );
-  return Effect.runPromise(handler[phase](task).pipe(Effect.provide(layer)));
+  return Effect.runPromise(handler[phase](task, handlerContext({ phase })).pipe(Effect.provide(layer)));
 };
 
 export { MemoryJobs };

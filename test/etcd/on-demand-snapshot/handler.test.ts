@@ -8,6 +8,7 @@ import type { EtcdOpsTask } from "../../../src/etcd/api/etcdopstask.ts";
 import { memoryObjectReaderLayer } from "../../../src/etcd/object-reader-memory.ts";
 import { onDemandSnapshotHandler } from "../../../src/etcd/on-demand-snapshot/handler.ts";
 import { BackupRestoreHttp, type BackupRestoreRequest } from "../../../src/etcd/services.ts";
+import { handlerContext } from "../../../src/library/handler-context-of.ts";
 import { etcdObject, taskOf, world } from "../support/fixtures.ts";
 
 const recording = (status: number, body: string) => {
@@ -33,7 +34,7 @@ const recording = (status: number, body: string) => {
 const execute = (task: EtcdOpsTask, http: ReturnType<typeof recording>) =>
   Effect.runPromise(
     onDemandSnapshotHandler
-      .execute(task)
+      .execute(task, handlerContext())
       .pipe(
         Effect.provide(Layer.mergeAll(memoryObjectReaderLayer(world([["etcd", etcdObject()]])), http.layer)),
       ),
@@ -86,7 +87,9 @@ describe("onDemandSnapshotHandler", () => {
     const layer = Layer.mergeAll(memoryObjectReaderLayer(objects), http.layer);
     for (const phase of ["admit", "execute"] as const) {
       expect(
-        await Effect.runPromise(onDemandSnapshotHandler[phase](task).pipe(Effect.provide(layer))),
+        await Effect.runPromise(
+          onDemandSnapshotHandler[phase](task, handlerContext({ phase })).pipe(Effect.provide(layer)),
+        ),
       ).toEqual({
         kind: "failed",
         description: "Task config is not supported by the on-demand snapshot handler",

@@ -15,6 +15,7 @@ import {
   type OnDemandSnapshotHandlerOptions,
 } from "../../../src/etcd/on-demand-snapshot/handler.ts";
 import { Resources } from "../../../src/etcd/services.ts";
+import { handlerContext } from "../../../src/library/handler-context-of.ts";
 import type { PhaseOutcome } from "../../../src/machine/types.ts";
 
 export const namespace = "ns";
@@ -198,5 +199,5 @@ export const run = (
     memoryObjectReaderLayer(objects),
     nodeBackupRestoreHttpLayer({ resolve: options.resolve ?? toStandIn }),
   );
-  return Effect.runPromise(handler[phase](task).pipe(Effect.provide(layer)));
+  return Effect.runPromise(handler[phase](task, handlerContext({ phase })).pipe(Effect.provide(layer)));
 };

@@ -17,9 +17,9 @@ import { hostname } from "node:os";
 import { Counter, type Registry } from "prom-client";
 import type { KubeClient } from "../kube/kube-client.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
-import { type MetricsAccess, makeMetricsAccess } from "../runtime/metrics-access.ts";
-import { selfSignedCertificate } from "../runtime/self-signed-certificate.ts";
+import { type MetricsAccess, makeMetricsAccess } from "./metrics-access.ts";
 import { parseAddress, startOpsServer } from "./ops-server.ts";
+import { selfSignedCertificate } from "./self-signed-certificate.ts";
 
 export interface MetricsServerOptions {
   readonly address: string;

@@ -1,0 +1,91 @@
+/**
+ * What a handler phase gets besides its task: how often this phase has been called, a logger that
+ * already names the task, a reader for other objects, an Event recorder for the task, the Kubernetes
+ * client, and a signal that fires when the call is abandoned. kube-rs, Kopf and JOSDK hand their
+ * handlers the same kind of context; both drivers (the cluster controller and the simulation) build it,
+ * so a handler reads the same members in a test as in production.
+ *
+ * The members are plain Promise/void functions so that `promiseHandler` authors need no Effect; an
+ * Effect handler wraps them (`Effect.tryPromise(() => context.objects.get(...))`). Its own
+ * `Effect.log*` lines carry the same task keys, as the controller annotates the call's fiber.
+ */
+import type { KubeClient } from "../kube/kube-client.ts";
+import type { Phase } from "../machine/types.ts";
+
+/** Which objects: `group` is "" for the core group (`{ group: "", version: "v1", plural: "secrets" }`). */
+export interface ObjectResource {
+  readonly group: string;
+  readonly version: string;
+  readonly plural: string;
+}
+
+/** Reads any object the controller may read (its RBAC decides). */
+export interface ObjectGetter {
+  /**
+   * The object as the API server returns it, or undefined when there is none (404). Rejects with an
+   * Error naming the object for any other failure (forbidden, unreachable): a handler that lets it
+   * through gets a `retry` with ERR_HANDLER_DEFECT, which is right for a transient failure.
+   */
+  readonly get: (resource: ObjectResource, namespace: string, name: string) => Promise<unknown>;
+}
+
+/** Kubernetes Events about the task being handled (best effort: a lost Event is logged, never fatal). */
+export interface TaskEventRecorder {
+  /** `reason` is CamelCase and machine-readable (`ChecksumVerified`); `note` is for people. */
+  readonly record: (type: "Normal" | "Warning", reason: string, note: string) => void;
+}
+
+/** Structured log lines carrying the task's keys (namespace, name, uid, reconcileID, phase). */
+export interface TaskLogger {
+  readonly debug: (message: string, fields?: Readonly<Record<string, unknown>>) => void;
+  readonly info: (message: string, fields?: Readonly<Record<string, unknown>>) => void;
+  readonly warn: (message: string, fields?: Readonly<Record<string, unknown>>) => void;
+  readonly error: (message: string, fields?: Readonly<Record<string, unknown>>) => void;
+}
+
+export interface HandlerContext {
+  readonly phase: Phase;
+  /**
+   * 1 for the first call of this phase for this task, 2 for the first retry, and so on (retries after
+   * `retry(...)`, with or without an error). Counted by the controller while it runs: a restarted
+   * controller counts from 1 again.
+   */
+  readonly attempt: number;
+  readonly log: TaskLogger;
+  readonly objects: ObjectGetter;
+  readonly events: TaskEventRecorder;
+  /** The controller's Kubernetes client (its field manager on writes); absent under `simulate()`. */
+  readonly kube?: KubeClient;
+  /**
+   * Aborts when nobody will use the call's result any more: the task was deleted while Admit or
+   * Execute ran (the call may still finish; its result is discarded), or the controller stops.
+   */
+  readonly signal: AbortSignal;
+}
+
+/** A handler context whose member's config is typed (see `memberHandlers`). */
+export interface MemberContext<Config> extends HandlerContext {
+  /** The task's own config member, e.g. `{ kind: "checksum", url, sha256 }`. */
+  readonly config: Config;
+}
+
+/** The log annotations of a handler call: the task's keys. */
+export const taskLogKeys = (
+  metadata: { readonly namespace: string; readonly name: string; readonly uid: string },
+  phase: Phase,
+  reconcileID: string,
+): Readonly<Record<string, string>> => ({
+  namespace: metadata.namespace,
+  name: metadata.name,
+  uid: metadata.uid,
+  reconcileID,
+  phase,
+});
+
+/** A logger that writes nowhere (for contexts made outside any controller, e.g. a handler's unit test). */
+export const silentLogger: TaskLogger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};

@@ -1,0 +1,92 @@
+/**
+ * The handler context on a cluster (handler-context.ts): the object reader over the controller's
+ * `KubeClient`, Events through the controller's `EventRecorder`, log lines through the controller's
+ * Effect loggers (so they carry its format, level and the task's keys), and the call's abort signal.
+ */
+
+import type * as Context from "effect/Context";
+import * as Effect from "effect/Effect";
+import type {
+  HandlerContext,
+  ObjectGetter,
+  ObjectResource,
+  TaskLogger,
+} from "../handlers/handler-context.ts";
+import { taskLogKeys } from "../handlers/handler-context.ts";
+import type { EventRecorder, EventSubject } from "../interpreters/kubernetes/event-recorder.ts";
+import { apiPath } from "../kube/api-path.ts";
+import { ApiCallError, type KubeClient } from "../kube/kube-client.ts";
+import type { RequestCounter } from "../kube/request-metrics.ts";
+import type { Phase } from "../machine/types.ts";
+
+/** An `ObjectGetter` whose reads a call's abort signal cancels. */
+export interface KubeObjectGetter {
+  readonly get: (
+    resource: ObjectResource,
+    namespace: string,
+    name: string,
+    signal?: AbortSignal,
+  ) => Promise<unknown>;
+}
+
+/** GETs one object; 404 is `undefined`, anything else rejects with an Error naming the object. */
+export const kubeObjectGetter = (client: KubeClient, counter?: RequestCounter): KubeObjectGetter => ({
+  get: async (resource: ObjectResource, namespace: string, name: string, signal?: AbortSignal) => {
+    const path = apiPath(resource, namespace === "" ? undefined : namespace, name);
+    try {
+      const response = await client.request({ method: "GET", path }, signal);
+      counter?.record("get", response.status);
+      return response.body;
+    } catch (error) {
+      const status = error instanceof ApiCallError ? error.statusCode : 0;
+      counter?.record("get", status);
+      if (status === 404) return undefined;
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new Error(`reading ${path} failed: ${reason}`, { cause: error });
+    }
+  },
+});
+
+export interface KubeCallContext {
+  readonly phase: Phase;
+  readonly attempt: number;
+  readonly reconcileID: string;
+  /** The task as last read (the Event's subject, the log keys). */
+  readonly subject: EventSubject;
+  readonly client: KubeClient;
+  readonly objects: KubeObjectGetter;
+  readonly signal: AbortSignal;
+}
+
+/** The context of one handler call, over the services of the controller's fiber. */
+export const kubeHandlerContext = (
+  call: KubeCallContext,
+  services: Context.Context<EventRecorder>,
+  recorder: EventRecorder["Service"],
+): HandlerContext => {
+  const keys = taskLogKeys(call.subject, call.phase, call.reconcileID);
+  const run = Effect.runForkWith(services);
+  const line =
+    (log: (message: string) => Effect.Effect<void>) =>
+    (message: string, fields: Readonly<Record<string, unknown>> = {}) =>
+      void run(log(message).pipe(Effect.annotateLogs({ ...fields, ...keys })));
+  const log: TaskLogger = {
+    debug: line(Effect.logDebug),
+    info: line(Effect.logInfo),
+    warn: line(Effect.logWarning),
+    error: line(Effect.logError),
+  };
+  return {
+    phase: call.phase,
+    attempt: call.attempt,
+    log,
+    objects: {
+      get: (resource, namespace, name) => call.objects.get(resource, namespace, name, call.signal),
+    } satisfies ObjectGetter,
+    events: {
+      record: (type, reason, note) => void run(recorder.record(call.subject, { type, reason, note })),
+    },
+    kube: call.client,
+    signal: call.signal,
+  };
+};
