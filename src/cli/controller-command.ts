@@ -14,6 +14,7 @@ import * as Logger from "effect/Logger";
 import * as References from "effect/References";
 import * as Scope from "effect/Scope";
 import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
+import { makeEtcdCache } from "../etcd/object-reader-cached.ts";
 import { etcdHandlerLayer, makeEtcdHandlers } from "../etcd/registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
 import { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
@@ -87,6 +88,8 @@ export const serveController = async (
   const handlers = makeEtcdHandlers({
     compaction: { defaultImage: options.compactionImage, allowedImages: options.compactionAllowedImages },
   });
+  // The Etcd informer that wakes a group's tasks is also where the handlers read their Etcd.
+  const etcds = makeEtcdCache();
   const explain = options.ui === "0" ? undefined : (await import("./board-why.ts")).boardWhy;
   // The flagship is the library's first user: the same `runTaskController` any operator calls.
   const controllers = Effect.gen(function* () {
@@ -97,7 +100,7 @@ export const serveController = async (
           signal: abort,
           kind: etcdOpsTaskKind,
           handlers,
-          services: etcdHandlerLayer({ kubeConfig, resolve: options.resolve }),
+          services: etcdHandlerLayer({ kubeConfig, resolve: options.resolve, etcds }),
           kubeConfig,
           ...(options.namespaces.length === 0 ? {} : { namespace: options.namespaces }),
           concurrency: options.concurrency,
@@ -109,6 +112,7 @@ export const serveController = async (
             ...(options.phaseDeadline > 0 ? { phaseDeadlineMs: options.phaseDeadline } : {}),
           },
           groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
+          groupObjects: etcds,
           observer,
           counter,
           faults,

@@ -47,6 +47,7 @@ import {
 } from "../reconcile/task-kind.ts";
 import { jittered } from "./backoff-jitter.ts";
 import { makeForeignWriterWatch, ownFieldManagers, reportForeignWrites } from "./foreign-writers.ts";
+import type { GroupObjects } from "./group-objects.ts";
 import { makeInformer } from "./informer.ts";
 import { type ControllerObserver, noObserver, type TaskLabels } from "./metrics.ts";
 import { makeWorkQueue, type WorkQueueMetrics } from "./work-queue.ts";
@@ -68,6 +69,8 @@ export interface ControllerOptions<Task, R> {
    * unfinished tasks of its group in its namespace.
    */
   readonly groupResource?: Pick<ResourceRef, "group" | "version" | "plural">;
+  /** Shares the cache of `groupResource` objects with handlers (and says what it keeps of each). */
+  readonly groupObjects?: GroupObjects;
   /** Where the informers count their LIST and WATCH requests (share the writer's to see every request). */
   readonly counter?: RequestCounter;
   /** Told about every pass and every finished task (metrics). */
@@ -407,9 +410,16 @@ export const runController = <Task, R>(
       const groups = yield* makeInformer({
         kubeConfig: options.kubeConfig,
         resource: options.groupResource,
+        ...(options.groupObjects?.keep === undefined ? {} : { keep: options.groupObjects.keep }),
         ...(options.counter === undefined ? {} : { counter: options.counter }),
         ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
       });
+      const shared = options.groupObjects;
+      if (shared !== undefined)
+        yield* Effect.acquireRelease(
+          Effect.sync(() => shared.attach(groups.get)),
+          (detach) => Effect.sync(detach),
+        );
       yield* groups.changes.pipe(
         Stream.tap((change) =>
           Effect.sync(() => {
