@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect";
 import * as Logger from "effect/Logger";
 import * as References from "effect/References";
 import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
+import { makeEtcdCache } from "../etcd/object-reader-cached.ts";
 import { etcdHandlerLayer, makeEtcdHandlers } from "../etcd/registry.ts";
 import { startStatelyInspector } from "../inspect/stately-inspector.ts";
 import { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
@@ -41,6 +42,8 @@ export const serveController = async (
   const handlers = makeEtcdHandlers({
     compaction: { defaultImage: options.compactionImage, allowedImages: options.compactionAllowedImages },
   });
+  // The Etcd informer that wakes a group's tasks is also where the handlers read their Etcd.
+  const etcds = makeEtcdCache();
   const explain = options.ui === "0" ? undefined : (await import("./board-why.ts")).boardWhy;
   const logLayer = Logger.layer([options.logFormat === "json" ? Logger.consoleJson : Logger.consoleLogFmt]);
   const log = (effect: Effect.Effect<void>) =>
@@ -57,7 +60,7 @@ export const serveController = async (
       signal,
       kind: etcdOpsTaskKind,
       handlers,
-      services: etcdHandlerLayer({ kubeConfig, resolve: options.resolve }),
+      services: etcdHandlerLayer({ kubeConfig, resolve: options.resolve, etcds }),
       kubeConfig,
       ...(options.namespaces.length === 0 ? {} : { namespace: options.namespaces }),
       concurrency: options.concurrency,
@@ -70,6 +73,7 @@ export const serveController = async (
         ...(options.phaseDeadline > 0 ? { phaseDeadlineMs: options.phaseDeadline } : {}),
       },
       groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
+      groupObjects: etcds,
       ...(inspector === undefined ? {} : { observer: alsoObserve(noObserver, inspector.observer) }),
       faults: new FaultCounter(),
       ...(options.ui === "0" || explain === undefined ? {} : { ui: options.ui, uiExplain: explain }),

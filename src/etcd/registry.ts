@@ -9,18 +9,20 @@ import { kubernetesJobsLayer } from "../handlers/jobs-kubernetes.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { HandlersFor } from "../library/handlers-for.ts";
+import type { GroupObjects } from "../runtime/group-objects.ts";
 import type { TaskConfig } from "./api/config/task-config.ts";
 import type { EtcdOpsTask } from "./api/etcdopstask.ts";
 import { nodeBackupRestoreHttpLayer, type ResolveOverride } from "./backup-restore-http-node.ts";
 import { type EtcdGateway, nodeEtcdGatewayLayer } from "./etcd-client.ts";
-import { kubernetesObjectReaderLayer } from "./object-reader-kubernetes.ts";
+import { cachedEtcdReader } from "./object-reader-cached.ts";
+import { makeKubernetesObjectReader } from "./object-reader-kubernetes.ts";
 import { onDemandMaintenanceHandler } from "./on-demand-maintenance/handler.ts";
 import { onDemandSnapshotHandler } from "./on-demand-snapshot/handler.ts";
 import {
   makeOnDemandSnapshotCompactionHandler,
   type OnDemandSnapshotCompactionHandlerOptions,
 } from "./on-demand-snapshot-compaction/handler.ts";
-import type { BackupRestoreHttp, ObjectReader } from "./services.ts";
+import { type BackupRestoreHttp, ObjectReader } from "./services.ts";
 
 export type EtcdHandlerServices = ObjectReader | BackupRestoreHttp | EtcdGateway | Jobs;
 
@@ -50,14 +52,19 @@ export interface EtcdHandlerLayerOptions {
   /** curl-style `--resolve` rules: where to dial backup-restore sidecars and etcd (verification unchanged). */
   readonly resolve?: ReadonlyArray<ResolveOverride>;
   readonly counter?: RequestCounter;
+  /** The controller's Etcd cache (`makeEtcdCache`, also given to `runTaskController`): Etcds are read from it. */
+  readonly etcds?: GroupObjects;
 }
 
 /** The services the etcd handlers need, on a real cluster. */
 export const etcdHandlerLayer = (options: EtcdHandlerLayerOptions): Layer.Layer<EtcdHandlerServices> =>
   Layer.mergeAll(
-    kubernetesObjectReaderLayer({
-      kubeConfig: options.kubeConfig,
-      ...(options.counter === undefined ? {} : { counter: options.counter }),
+    Layer.sync(ObjectReader, () => {
+      const reader = makeKubernetesObjectReader({
+        kubeConfig: options.kubeConfig,
+        ...(options.counter === undefined ? {} : { counter: options.counter }),
+      });
+      return options.etcds === undefined ? reader : cachedEtcdReader(reader, options.etcds);
     }),
     nodeBackupRestoreHttpLayer({ resolve: options.resolve ?? [] }),
     nodeEtcdGatewayLayer({ resolve: options.resolve ?? [] }),

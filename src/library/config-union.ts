@@ -80,6 +80,10 @@ export const configUnion = <const M extends ConfigMembers>(
 ) => {
   const known = (member: string) => (Object.hasOwn(members, member) ? members[member] : undefined);
   const expected = `one of ${Object.keys(members).sort().join(", ")}`;
+  // One parser per member, made once: making it is most of the cost of a decode.
+  const parsers = new Map(
+    Object.entries(members).map(([member, schema]) => [member, SchemaParser.decodeUnknownEffect(schema)]),
+  );
 
   const decode = (
     raw: WireConfig,
@@ -98,12 +102,12 @@ export const configUnion = <const M extends ConfigMembers>(
       );
     }
     const body = raw[member];
-    const schema = known(member);
-    if (schema === undefined) {
+    const parse = Object.hasOwn(members, member) ? parsers.get(member) : undefined;
+    if (parse === undefined) {
       const unsupported: UnsupportedConfig = { kind: "unsupported", member, value: body };
       return Effect.succeed(unsupported);
     }
-    return SchemaParser.decodeUnknownEffect(schema)(body, options).pipe(
+    return parse(body, options).pipe(
       // The variant is built from the member's own schema; TypeScript cannot follow `member` to `M[K]`.
       Effect.map((decoded) => ({ ...decoded, kind: member }) as ConfigOf<M>),
       Effect.mapError((issue) => new SchemaIssue.Pointer([member], issue)),

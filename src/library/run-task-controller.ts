@@ -37,6 +37,7 @@ import { lifecycleConfig } from "../reconcile/defaults.ts";
 import type { ResourceRef, TaskKind } from "../reconcile/task-kind.ts";
 import { ContactCounter } from "../runtime/api-contact.ts";
 import { type ControllerHandle, type ControllerStats, runController } from "../runtime/controller.ts";
+import type { GroupObjects } from "../runtime/group-objects.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, metricLabelOf, noObserver } from "../runtime/metrics.ts";
 import { sumQueueMetrics, type WorkQueueMetrics } from "../runtime/work-queue.ts";
@@ -79,6 +80,8 @@ export interface TaskControllerBaseOptions<Task, R> extends LifecycleOptions {
   readonly resyncIntervalMs?: number;
   /** Objects that name the admission groups: a change to one re-triggers its group's unfinished tasks. */
   readonly groupResource?: Pick<ResourceRef, "group" | "version" | "plural">;
+  /** Shares the cache of `groupResource` objects with the handlers (`makeGroupObjects`). */
+  readonly groupObjects?: GroupObjects;
   /** Default `info`; logs are JSON lines (`logFormat: "logfmt"` for people) with a reconcile ID per pass. */
   readonly logLevel?: LogLevel;
   readonly logFormat?: "json" | "logfmt";
@@ -309,6 +312,7 @@ export const runTaskController = async <Task, R = never>(
           ...(namespace === undefined ? {} : { namespace }),
           ...(options.resyncIntervalMs === undefined ? {} : { resyncInterval: options.resyncIntervalMs }),
           ...(options.groupResource === undefined ? {} : { groupResource: options.groupResource }),
+          ...(options.groupObjects === undefined ? {} : { groupObjects: options.groupObjects }),
           ...(observer === undefined ? {} : { observer }),
         }),
       );

@@ -31,6 +31,7 @@ import { backoffDelayMs } from "../machine/backoff.ts";
 import type { KnownResult, LifecycleConfig, PassInput, Phase } from "../machine/types.ts";
 import { GroupIndex } from "./group-index.ts";
 import { observe, peersOf } from "./observe.ts";
+import { settledUntil } from "./settled.ts";
 import type { TaskFacts } from "./task-kind.ts";
 import { type TriggerReason, TriggerReasons } from "./trigger-reason.ts";
 
@@ -74,10 +75,17 @@ export interface TaskChange {
   readonly type: "ADDED" | "MODIFIED" | "DELETED";
   readonly facts: TaskFacts;
   readonly own?: boolean;
+  /**
+   * The caller's clock. Given, a settled task (settled.ts) is not woken: the answer's `due` says when
+   * its TTL runs out, and the caller sets its timer for then.
+   */
+  readonly now?: number;
 }
 
 export interface ChangeAnswer {
   readonly wake: ReadonlyArray<Wake>;
+  /** The changed task is settled: no pass now; run it at `at` (its TTL). */
+  readonly due?: { readonly key: string; readonly at: number };
   /** A handler call in flight that the change orphaned (the task is being deleted): stop waiting for it. */
   readonly orphaned?: number;
 }
@@ -330,13 +338,31 @@ export class TaskScheduler<K extends Kept = Kept> {
     if (type === "MODIFIED" && change.own !== true && !this.#echoes(key, facts.metadata.resourceVersion))
       this.#userChanged(uid);
     const peersMustLook = this.#groups.update(key, type === "DELETED" ? undefined : { group, facts });
-    if (type !== "DELETED" && change.own !== true)
-      wake.push({ key, reason: type === "ADDED" ? "object added" : "object changed" });
+    let due: ChangeAnswer["due"];
+    if (type !== "DELETED" && change.own !== true) {
+      const at = change.now === undefined ? undefined : this.#settledDue(key, facts, change.now);
+      if (at === undefined) wake.push({ key, reason: type === "ADDED" ? "object added" : "object changed" });
+      else {
+        due = { key, at };
+        this.#reasons.timer(key, "ttl");
+      }
+    }
     if (peersMustLook && group !== undefined)
       for (const peer of this.#groups.unfinishedMembers(group))
         if (peer !== key) wake.push({ key: peer, reason: "peer changed" });
     for (const { key: woken, reason } of wake) this.#reasons.note(woken, reason);
-    return orphaned === undefined ? { wake } : { wake, orphaned };
+    return {
+      wake,
+      ...(orphaned === undefined ? {} : { orphaned }),
+      ...(due === undefined ? {} : { due }),
+    };
+  }
+
+  /** The TTL due time of a settled task that no pass is running or waiting for; else undefined. */
+  #settledDue(key: string, facts: TaskFacts, now: number): number | undefined {
+    if (this.#busy.has(key) || this.#deferred.has(key) || this.#unwritten.has(facts.metadata.uid))
+      return undefined;
+    return settledUntil(this.inputOf(facts, [], now, ""));
   }
 
   /** The unfinished tasks of a group (a change of the object that names the group wakes them). */

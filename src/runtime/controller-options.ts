@@ -6,6 +6,7 @@ import type { KubeAccess } from "../kube/kube-client-node.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { LifecycleConfig } from "../machine/types.ts";
 import type { ResourceRef, TaskKind } from "../reconcile/task-kind.ts";
+import type { GroupObjects } from "./group-objects.ts";
 import type { ControllerObserver } from "./metrics.ts";
 import type { WorkQueueMetrics } from "./work-queue.ts";
 
@@ -26,6 +27,8 @@ export interface ControllerOptions<Task, R> {
    * unfinished tasks of its group in its namespace.
    */
   readonly groupResource?: Pick<ResourceRef, "group" | "version" | "plural">;
+  /** Shares the cache of `groupResource` objects with handlers (and says what it keeps of each). */
+  readonly groupObjects?: GroupObjects;
   /** Where the informers count their LIST and WATCH requests (share the writer's to see every request). */
   readonly counter?: RequestCounter;
   /** Told about every pass and every finished task (metrics). */

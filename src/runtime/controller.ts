@@ -21,10 +21,10 @@ import * as Clock from "effect/Clock";
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as FiberMap from "effect/FiberMap";
-import * as Schedule from "effect/Schedule";
 import type * as Scope from "effect/Scope";
 import * as Stream from "effect/Stream";
 import { isTerminal } from "../api/status.ts";
+import { TaskEffect } from "../effects/task-effect.ts";
 import { supportedMembers } from "../handlers/handler.ts";
 import { taskLogKeys } from "../handlers/handler-context.ts";
 import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
@@ -38,6 +38,7 @@ import { carriesForeignChange } from "../reconcile/foreign-change.ts";
 import { defectOutcome } from "../reconcile/handler-defect.ts";
 import { Answer, answer, drive, type PassRequest, type Step, start } from "../reconcile/pass.ts";
 import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../reconcile/scheduler.ts";
+import { settledUntil } from "../reconcile/settled.ts";
 import { readFacts, readTask, type TaskFacts } from "../reconcile/task-kind.ts";
 import { jittered } from "./backoff-jitter.ts";
 import type { ControllerHandle, ControllerOptions } from "./controller-options.ts";
@@ -116,6 +117,12 @@ export const runController = <Task, R>(
         const facts = object === undefined ? undefined : readFacts(kind, object);
         return facts === undefined ? [] : [facts];
       });
+
+    /**
+     * A task decoded by the change stream, for the pass the change wakes (decoding is a large part of a
+     * task's CPU). Kept only while that pass is due, keyed by the cached object: a newer copy misses.
+     */
+    const decodedOnce = new WeakMap<KubeObject, NonNullable<ReturnType<typeof readTask<Task>>>>();
 
     // The queue is created below; `add` is bound once it exists.
     let add: (key: string) => Effect.Effect<void> = () => Effect.void;
@@ -290,7 +297,8 @@ export const runController = <Task, R>(
         if (object === undefined) return;
         // Nothing new since this key's last pass (the echo of its own write): no decode, no pass.
         if (scheduler.skipsEcho(key, object.metadata.resourceVersion)) return;
-        const read = readTask(kind, object);
+        const read = decodedOnce.get(object) ?? readTask(kind, object);
+        decodedOnce.delete(object);
         if (read === undefined) {
           // Not even its metadata decodes: nothing can be written to it. (A bad spec or status is
           // handled by the machine: the task is Rejected with ERR_INVALID_TASK naming the fields.)
@@ -309,6 +317,13 @@ export const runController = <Task, R>(
         const started = scheduler.start(key, facts, peers, now, runId);
         // Deferred (the key is in a pass already, or another pass holds its admission group) or released.
         if (started === undefined) return;
+        // A settled task (a resync, an early timer) only needs its TTL timer: no machine run.
+        const settled = settledUntil(started.input);
+        if (settled !== undefined) {
+          const end = TaskEffect.RequeueAfter({ delayMs: settled - now, reason: "ttl" });
+          yield* wakeAll(scheduler.ended(started, end, now, true));
+          return yield* queue.addAfter(key, Duration.millis(settled - now));
+        }
         const step = start(started.input);
         const running: Running = {
           key,
@@ -363,8 +378,9 @@ export const runController = <Task, R>(
         Effect.gen(function* () {
           const object = change.object;
           const key = objectKey(object.metadata.namespace, object.metadata.name);
-          const facts = readFacts(kind, object);
-          if (facts === undefined) {
+          const read = readTask(kind, object);
+          const facts = read?.facts;
+          if (read === undefined || facts === undefined) {
             // Unreadable metadata: the pass logs why; nothing else can act on it.
             if (change.type !== "DELETED") yield* wakeFor(key, "object changed");
             return;
@@ -374,7 +390,12 @@ export const runController = <Task, R>(
             foreign.forget(object.metadata.uid);
           }
           yield* reportForeignWrites(foreign.drain(), recorder, observer);
-          const { wake, orphaned } = scheduler.changed({ type: change.type, facts });
+          const now = yield* Clock.currentTimeMillis;
+          const { wake, orphaned, due } = scheduler.changed({ type: change.type, facts, now });
+          // A settled task (reconcile/settled.ts) needs no pass until its TTL runs out.
+          if (due !== undefined) yield* queue.addAfter(due.key, Duration.millis(due.at - now));
+          // The pass this wakes decodes nothing again (unless the cache has a newer copy by then).
+          if (wake.some((woken) => woken.key === key)) decodedOnce.set(object, read);
           if (orphaned !== undefined)
             aborts.get(orphaned)?.abort(new Error("the task was deleted during the call"));
           if (orphaned !== undefined)
@@ -391,9 +412,16 @@ export const runController = <Task, R>(
       const groups = yield* makeInformer({
         kubeConfig: options.kubeConfig,
         resource: options.groupResource,
+        ...(options.groupObjects?.keep === undefined ? {} : { keep: options.groupObjects.keep }),
         ...(options.counter === undefined ? {} : { counter: options.counter }),
         ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
       });
+      const shared = options.groupObjects;
+      if (shared !== undefined)
+        yield* Effect.acquireRelease(
+          Effect.sync(() => shared.attach(groups.get)),
+          (detach) => Effect.sync(detach),
+        );
       yield* groups.changes.pipe(
         Stream.tap((change) =>
           Effect.sync(() => {
@@ -412,14 +440,14 @@ export const runController = <Task, R>(
       );
     }
 
-    // Level-triggered safety net: re-derive every task's next step now and then.
+    // Level-triggered safety net: re-derive every task's next step now and then. Not at the start:
+    // the first LIST's ADDED changes cover every task then (a second pass each would double a takeover).
+    const resyncEvery = options.resyncInterval ?? Duration.minutes(10);
     yield* Effect.gen(function* () {
+      yield* Effect.sleep(resyncEvery);
       yield* informer.synced;
       for (const key of informer.keys()) yield* wakeFor(key, "resync");
-    }).pipe(
-      Effect.repeat(Schedule.spaced(options.resyncInterval ?? Duration.minutes(10))),
-      Effect.forkScoped,
-    );
+    }).pipe(Effect.forever, Effect.forkScoped);
 
     return {
       synced: informer.synced,

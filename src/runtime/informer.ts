@@ -97,6 +97,8 @@ export interface InformerOptions {
   /** Count LIST/WATCH requests here (default: a counter of its own, see `stats`). */
   readonly counter?: RequestCounter;
   readonly echoes?: "emit" | "suppress";
+  /** What the cache keeps of each object (default `cacheObject`: all but managedFields, strings shared). */
+  readonly keep?: (object: KubeObject) => KubeObject;
   /** Sees every listed or watched object as the server sent it, before the cache drops parts of it. */
   readonly inspect?: (object: KubeObject) => void;
   /**
@@ -185,6 +187,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
     const counter = options.counter ?? new RequestCounter();
     const settings: RequestSettings = { counter, timeout: options.requestTimeout ?? Duration.seconds(60) };
     const pageSize = options.pageSize ?? 500;
+    const kept = options.keep ?? cacheObject;
     const timeoutBase = Math.max(1, Math.floor(options.watchTimeoutSeconds ?? 300));
     const watchdogMs = Duration.toMillis(Duration.fromInputUnsafe(options.watchdog ?? Duration.seconds(120)));
     const backoffInitialMs = Duration.toMillis(
@@ -317,7 +320,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
           for (const item of pageItems) {
             if (isKubeObject(item)) {
               options.inspect?.(item);
-              items.push(cacheObject(item));
+              items.push(kept(item));
             } else stats.malformed += 1;
           }
         }
@@ -373,10 +376,10 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
             return;
           }
           stats.events += 1;
-          if (type === "DELETED") observeDeleted(cacheObject(object));
+          if (type === "DELETED") observeDeleted(kept(object));
           else if (type === "ADDED" || type === "MODIFIED") {
             options.inspect?.(object);
-            observe(cacheObject(object));
+            observe(kept(object));
           }
           resourceVersion = object.metadata.resourceVersion;
         };
@@ -580,7 +583,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       synced: Deferred.await(synced),
       changes,
       upsert: (written) => {
-        const object = cacheObject(written);
+        const object = kept(written);
         const key = keyOf(object);
         const version = object.metadata.resourceVersion;
         const entry = cache.get(key);

@@ -269,7 +269,9 @@ export class SimulatedController<Task> {
     const facts = readFacts(this.#options.kind, event.object);
     if (facts === undefined) return;
     const own = this.#writes.isOwn(facts.metadata.resourceVersion);
-    const { wake, orphaned } = this.#scheduler.changed({ type: event.type, facts, own });
+    const now = this.#options.clock.now();
+    const { wake, orphaned, due } = this.#scheduler.changed({ type: event.type, facts, own, now });
+    if (due !== undefined) this.#timers.set(due.key, due.at);
     if (orphaned !== undefined) {
       const key = `${facts.metadata.namespace}/${facts.metadata.name}`;
       const parked = this.#parked.get(key);
