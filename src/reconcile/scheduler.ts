@@ -22,6 +22,10 @@
  * - a task that is gone is forgotten (a long-running controller sees millions come and go).
  *
  * All of it is lost in a crash, by design: the next pass starts from the object.
+ *
+ * Over 400 lines, knowingly: the rules above share one state (busy keys, group locks, kept results,
+ * calls in flight), and their invariants are checked together (test/reconcile, test/property); the
+ * pieces that stand alone already live beside it (group-index.ts, trigger-reason.ts, settled.ts).
  */
 import { isTerminal } from "../api/status.ts";
 import { nextRetryState, noRetry, type RetryState } from "../effects/retry-state.ts";

@@ -15,6 +15,10 @@
  *   each write from the pass that made it, and no pass runs on an echo.
  * - Backoff timers are jittered (backoff-jitter.ts); a periodic resync re-derives every timer from the
  *   objects, so no requeue is lost.
+ *
+ * Over 400 lines, knowingly: this is the cluster shell's one closure — the informer, the queue, the
+ * handler-call fibers and the change stream share the controller's state; the decisions are elsewhere
+ * (the machine, the pass protocol, the scheduler) and so is performing requests (perform.ts).
  */
 import * as Cause from "effect/Cause";
 import * as Clock from "effect/Clock";
