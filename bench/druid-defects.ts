@@ -1,5 +1,5 @@
 /**
- * etcd-druid's EtcdOpsTask defects that opstask's contract fixes (../shared/spec §1.16), each scenario
+ * etcd-druid's EtcdOpsTask defects that opstask's contract fixes (docs/contract.md §13), each scenario
  * run the same way against the real druid and against opstask, on one local control plane, one
  * controller at a time. Prints what each did; asserts nothing.
  *
