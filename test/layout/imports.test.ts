@@ -54,7 +54,9 @@ describe("the layout", () => {
     expect(graph.filter((edge) => under(edge.from, "effects") && under(edge.to, "machine"))).toEqual([]);
   });
 
-  it("keeps the framework free of the CLI", () => {
-    expect(graph.filter((edge) => !under(edge.from, "cli") && under(edge.to, "cli"))).toEqual([]);
+  it("keeps the framework free of the CLI (only the opstask/cli entry, src/cli.ts, reaches into it)", () => {
+    expect(
+      graph.filter((edge) => !under(edge.from, "cli") && edge.from !== "cli.ts" && under(edge.to, "cli")),
+    ).toEqual([]);
   });
 });

@@ -8,10 +8,10 @@
  * `greeter get`, `greeter describe hi`, `greeter wait hi`, `greeter delete hi`
  * then read the tasks through the kind's own decoder, with its words and columns.
  */
-import type { CliKind } from "../cli/task/cli-kind.ts";
-import type { TaskCommand } from "../cli/task/command.ts";
-import { makeTaskCommands } from "../cli/task/index.ts";
-import { processIo, type TaskIo } from "../cli/task/io.ts";
+import type { CliKind } from "./cli-kind.ts";
+import type { TaskCommand } from "./command.ts";
+import { makeTaskCommands } from "./index.ts";
+import { processIo, type TaskIo } from "./io.ts";
 
 /** The commands that work for any kind (snapshot and maintain create EtcdOpsTasks). */
 export const kindCommands = ["get", "describe", "wait", "delete"] as const;
