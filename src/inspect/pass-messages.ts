@@ -85,7 +85,7 @@ export const inspectedContext = (context: TaskContext): InspectedContext => {
   };
 };
 
-/** Where the pass started: `idle`, with the context rebuilt from the object (as `startPass` does). */
+/** Where the pass started: `idle`, with the context rebuilt from the object (as `start` in src/reconcile/pass.ts does). */
 export const startSnapshot = (pass: Pass): InspectedSnapshot => ({
   status: "active",
   value: "idle",
