@@ -8,49 +8,12 @@
  * Hand-written DER rather than a library: Node can create keys and sign but not issue X.509; the
  * libraries that do (@peculiar/x509 and `selfsigned`, which builds on it) bring a dozen packages,
  * a dependency-injection container among them, into a controller that needs one certificate. What is
- * encoded here is the fixed shape of RFC 5280 §4.1 with three extensions; `new X509Certificate()`
+ * encoded here (with der.ts) is the fixed shape of RFC 5280 §4.1 with three extensions; `new X509Certificate()`
  * parses the result in the tests, and a TLS client accepts it.
  */
 import { generateKeyPairSync, randomBytes, sign } from "node:crypto";
 import { isIP, isIPv4 } from "node:net";
-
-const length = (n: number): Buffer => {
-  if (n < 0x80) return Buffer.from([n]);
-  const bytes: number[] = [];
-  for (let rest = n; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
-  return Buffer.from([0x80 | bytes.length, ...bytes]);
-};
-
-const tlv = (tag: number, ...content: Buffer[]): Buffer => {
-  const body = Buffer.concat(content);
-  return Buffer.concat([Buffer.from([tag]), length(body.length), body]);
-};
-
-const sequence = (...items: Buffer[]) => tlv(0x30, ...items);
-const set = (...items: Buffer[]) => tlv(0x31, ...items);
-const octetString = (content: Buffer) => tlv(0x04, content);
-const bitString = (content: Buffer) => tlv(0x03, Buffer.from([0]), content);
-const utf8String = (text: string) => tlv(0x0c, Buffer.from(text, "utf8"));
-const explicit = (n: number, content: Buffer) => tlv(0xa0 | n, content);
-
-const oid = (dotted: string): Buffer => {
-  const [first = 0, second = 0, ...rest] = dotted.split(".").map(Number);
-  const bytes = [40 * first + second];
-  for (const arc of rest) {
-    const chunk = [arc & 0x7f];
-    for (let v = Math.floor(arc / 128); v > 0; v = Math.floor(v / 128)) chunk.unshift(0x80 | (v & 0x7f));
-    bytes.push(...chunk);
-  }
-  return tlv(0x06, Buffer.from(bytes));
-};
-
-/** UTCTime before 2050, GeneralizedTime from 2050 on (RFC 5280 §4.1.2.5). */
-const time = (date: Date): Buffer => {
-  const digits = date.toISOString().replace(/[-:T]/g, "").slice(0, 14);
-  return date.getUTCFullYear() < 2050
-    ? tlv(0x17, Buffer.from(`${digits.slice(2)}Z`, "ascii"))
-    : tlv(0x18, Buffer.from(`${digits}Z`, "ascii"));
-};
+import { bitString, explicit, octetString, oid, sequence, set, time, tlv, utf8String } from "./der.ts";
 
 const ipBytes = (address: string): Buffer =>
   isIPv4(address)

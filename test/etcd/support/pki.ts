@@ -4,53 +4,19 @@
  * servers in tests; nothing here is meant for production.
  */
 import { createHash, generateKeyPairSync, type KeyObject, randomBytes, sign } from "node:crypto";
-
-// --- DER ------------------------------------------------------------------------------------------
-
-const length = (n: number): Buffer => {
-  if (n < 0x80) return Buffer.from([n]);
-  const bytes: number[] = [];
-  for (let rest = n; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
-  return Buffer.from([0x80 | bytes.length, ...bytes]);
-};
-
-const tlv = (tag: number, ...content: Buffer[]): Buffer => {
-  const body = Buffer.concat(content);
-  return Buffer.concat([Buffer.from([tag]), length(body.length), body]);
-};
-
-const sequence = (...items: Buffer[]) => tlv(0x30, ...items);
-const set = (...items: Buffer[]) => tlv(0x31, ...items);
-const octetString = (content: Buffer) => tlv(0x04, content);
-const bitString = (content: Buffer) => tlv(0x03, Buffer.from([0]), content);
-const boolean = (value: boolean) => tlv(0x01, Buffer.from([value ? 0xff : 0]));
-const utf8String = (text: string) => tlv(0x0c, Buffer.from(text, "utf8"));
-const explicit = (n: number, content: Buffer) => tlv(0xa0 | n, content);
-
-const integer = (value: Buffer): Buffer => {
-  let bytes = value;
-  while (bytes.length > 1 && bytes[0] === 0 && ((bytes[1] ?? 0) & 0x80) === 0) bytes = bytes.subarray(1);
-  return tlv(0x02, (bytes[0] ?? 0) & 0x80 ? Buffer.concat([Buffer.from([0]), bytes]) : bytes);
-};
-
-const oid = (dotted: string): Buffer => {
-  const [first = 0, second = 0, ...rest] = dotted.split(".").map(Number);
-  const bytes = [40 * first + second];
-  for (const arc of rest) {
-    const chunk = [arc & 0x7f];
-    for (let v = Math.floor(arc / 128); v > 0; v = Math.floor(v / 128)) chunk.unshift(0x80 | (v & 0x7f));
-    bytes.push(...chunk);
-  }
-  return tlv(0x06, Buffer.from(bytes));
-};
-
-/** UTCTime before 2050, GeneralizedTime after (RFC 5280 §4.1.2.5). */
-const time = (date: Date): Buffer => {
-  const iso = date.toISOString().replace(/[-:T]/g, "").slice(0, 14);
-  return date.getUTCFullYear() < 2050
-    ? tlv(0x17, Buffer.from(`${iso.slice(2)}Z`, "ascii"))
-    : tlv(0x18, Buffer.from(`${iso}Z`, "ascii"));
-};
+import {
+  bitString,
+  boolean,
+  explicit,
+  integer,
+  octetString,
+  oid,
+  sequence,
+  set,
+  time,
+  tlv,
+  utf8String,
+} from "../../../src/runtime/der.ts";
 
 const name = (commonName: string) => sequence(set(sequence(oid("2.5.4.3"), utf8String(commonName))));
 const extension = (id: string, critical: boolean, value: Buffer) =>
