@@ -134,7 +134,7 @@ export class TaskScheduler<K extends Kept = Kept> {
   readonly #groups = new GroupIndex();
   readonly #reasons = new TriggerReasons();
   /** The resourceVersion each key's last pass left its object at (by its own writes, or unchanged). */
-  readonly #settledAt = new Map<string, string>();
+  readonly #leftAt = new Map<string, string>();
   #callSerial = 0;
 
   constructor(options: SchedulerOptions) {
@@ -158,7 +158,7 @@ export class TaskScheduler<K extends Kept = Kept> {
    * know it yet): such a pass would decode the task and decide nothing (design-traps 5).
    */
   skipsEcho(key: string, resourceVersion: string): boolean {
-    if (!this.#reasons.onlyChanged(key) || this.#settledAt.get(key) !== resourceVersion) return false;
+    if (!this.#reasons.onlyChanged(key) || this.#leftAt.get(key) !== resourceVersion) return false;
     this.#reasons.take(key);
     return true;
   }
@@ -270,8 +270,8 @@ export class TaskScheduler<K extends Kept = Kept> {
    * Answers the keys to wake.
    */
   ended(hold: PassHold, end: PassEnd, now: number, exists: boolean, resourceVersion?: string): Wake[] {
-    if (exists && resourceVersion !== undefined) this.#settledAt.set(hold.key, resourceVersion);
-    else this.#settledAt.delete(hold.key);
+    if (exists && resourceVersion !== undefined) this.#leftAt.set(hold.key, resourceVersion);
+    else this.#leftAt.delete(hold.key);
     const next = nextRetryState(this.#retry.get(hold.uid) ?? noRetry, end, now);
     // Most tasks have nothing to remember (settled, or waiting without errors): keep no entry.
     if (next === noRetry || !exists) {
@@ -296,7 +296,7 @@ export class TaskScheduler<K extends Kept = Kept> {
       this.#retry.set(hold.uid, { retries: previous.retries + 1 });
     }
     this.#reasons.timer(hold.key, "backoff");
-    this.#settledAt.delete(hold.key);
+    this.#leftAt.delete(hold.key);
     const delayMs = Math.max(config.minRequeueMs, backoffDelayMs(config, previous.retries));
     return { delayMs, wake: this.#free(hold) };
   }
@@ -304,7 +304,7 @@ export class TaskScheduler<K extends Kept = Kept> {
   /** The pass found its task gone. */
   gone(hold: PassHold): Wake[] {
     this.#forget(hold.uid);
-    this.#settledAt.delete(hold.key);
+    this.#leftAt.delete(hold.key);
     return this.#free(hold);
   }
 
@@ -337,7 +337,7 @@ export class TaskScheduler<K extends Kept = Kept> {
     if (type === "DELETED") {
       this.#forget(uid);
       this.#released.delete(uid);
-      this.#settledAt.delete(key);
+      this.#leftAt.delete(key);
     }
     if (type === "MODIFIED" && change.own !== true && !this.#echoes(key, facts.metadata.resourceVersion))
       this.#userChanged(uid);
@@ -443,7 +443,7 @@ export class TaskScheduler<K extends Kept = Kept> {
    * event the informer could not tell apart (it came before the write's response): no one else's edit.
    */
   #echoes(key: string, resourceVersion: string): boolean {
-    const settled = this.#settledAt.get(key);
+    const settled = this.#leftAt.get(key);
     if (settled === undefined) return false;
     const order = compareResourceVersions(resourceVersion, settled);
     return order !== undefined && order <= 0;
