@@ -213,6 +213,10 @@ export const runImageCheck = async (options: ImageCheckOptions): Promise<ImageCh
     }
     step(`ready; leader Lease held by ${await holder()}`);
 
+    // A new revision first: etcd-backup-restore skips a full snapshot when nothing changed since its
+    // last one (it answers with the old snapshot), so without it "a new file appeared" races the
+    // initial snapshot taken at start-up.
+    await backupRestore.putKeys(1);
     const before = await backupRestore.listSnapshots();
     const api = admin.makeApiClient(CustomObjectsApi);
     await api.createNamespacedCustomObject({
