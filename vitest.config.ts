@@ -21,6 +21,7 @@ export default defineConfig({
       { find: /^opstask$/, replacement: source("./src/index.ts") },
       { find: /^opstask\/testing$/, replacement: source("./src/testing.ts") },
       { find: /^opstask\/crd$/, replacement: source("./src/crd.ts") },
+      { find: /^opstask\/cli$/, replacement: source("./src/cli.ts") },
     ],
   },
   test: {

@@ -8,5 +8,5 @@ export { type CliKind, type CliKindOptions, cliKindOf } from "./cli/task/cli-kin
 export type { TaskCommand } from "./cli/task/command.ts";
 export { makeTaskCommands } from "./cli/task/index.ts";
 export { type Output, processIo, type TaskIo } from "./cli/task/io.ts";
-export { kindCommands, taskCli } from "./cli/task/task-cli.ts";
+export { kindCommands, type TaskCliOptions, taskCli } from "./cli/task/task-cli.ts";
 export { startStatelyInspector } from "./inspect/stately-inspector.ts";

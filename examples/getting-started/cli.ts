@@ -1,5 +1,5 @@
 /**
- * Step 5 of docs/library.md: kubectl-style commands for Greetings. `node cli.ts get`,
+ * Step 6 of docs/library.md: kubectl-style commands for Greetings. `node cli.ts get`,
  * `node cli.ts describe hi`, `node cli.ts wait hi`, `node cli.ts delete hi`
  * read the tasks through the kind's own decoder, as `opstask` does for EtcdOpsTask.
  */
@@ -7,4 +7,5 @@ import { cliKindOf, taskCli } from "opstask/cli";
 import { greetingKind } from "./greeting.ts";
 
 const greetings = cliKindOf(greetingKind, { aliases: ["greet"] });
-process.exitCode = await taskCli([greetings])(process.argv.slice(2));
+// `program` is how the usage texts and hints name this CLI (default: the script's file name).
+process.exitCode = await taskCli([greetings], { program: "node cli.ts" })(process.argv.slice(2));

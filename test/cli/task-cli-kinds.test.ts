@@ -13,6 +13,7 @@ import { stringify } from "yaml";
 import { cliKindOf } from "../../src/cli/task/cli-kind.ts";
 import { etcdCliKind } from "../../src/cli/task/etcd-kind.ts";
 import { makeTaskCommands } from "../../src/cli/task/index.ts";
+import { taskCli } from "../../src/cli/task/task-cli.ts";
 import {
   completed,
   configMember,
@@ -181,5 +182,24 @@ describe("the task CLI for a kind defined with the library", () => {
       const left = await run([...at(), "-o", "name"]);
       return left.out === "" ? true : undefined;
     });
+  });
+
+  it("names the operator's kind, not EtcdOpsTask, in an API error's hint", async () => {
+    const { io, captured } = captureTaskIo();
+    const probes = taskCli([probeCliKind], { program: "probe-cli", io: () => io });
+    const code = await probes([
+      "describe",
+      "missing",
+      "--kubeconfig",
+      cluster().kubeconfigPath,
+      "-n",
+      namespace,
+    ]);
+    expect(code).toBe(1);
+    expect(captured.err).toMatch(/^probe-cli describe: NotFound \(404\): /);
+    expect(captured.err).toContain(
+      "hint: check the name and the namespace (-n); is the Probe CRD (probes.tests.opstask.dev) installed?\n",
+    );
+    expect(captured.err).not.toMatch(/etcd/i);
   });
 });

@@ -65,3 +65,11 @@ export const findKind = (kinds: ReadonlyArray<CliKind>, name: string): CliKind |
 /** `etcdopstasks (EtcdOpsTask), …`, for errors and help. */
 export const describeKinds = (kinds: ReadonlyArray<CliKind>): string =>
   kinds.map((kind) => `${kind.resource.plural} (${kind.resource.kind})`).join(", ");
+
+/** The admission-group column of `kinds` for help: `GROUP`, or `ETCD for etcdopstasks, TARGET for probes`. */
+export const describeGroupHeaders = (kinds: ReadonlyArray<CliKind>): string => {
+  const headers = new Set(kinds.map((kind) => kind.groupHeader));
+  return headers.size <= 1
+    ? [...headers].join("")
+    : kinds.map((kind) => `${kind.groupHeader} for ${kind.resource.plural}`).join(", ");
+};

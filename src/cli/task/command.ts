@@ -9,28 +9,41 @@ import * as Exit from "effect/Exit";
 import * as Logger from "effect/Logger";
 import type { KubeError } from "../../kube/errors.ts";
 import { OptionError } from "../options.ts";
+import type { CliKind } from "./cli-kind.ts";
 import type { TaskIo } from "./io.ts";
+
+/** What `prepare` hands back: the request program, and the kind it reads (named in an API error's hint). */
+export interface Prepared {
+  readonly kind: CliKind;
+  readonly run: Effect.Effect<number, KubeError>;
+}
 
 export interface TaskCommandSpec {
   readonly name: string;
-  /** Usage text, `{program}` standing for `opstask` or `kubectl opstask`. */
+  /** Usage text, `{program}` standing for how the user calls the CLI (`opstask`, `kubectl opstask`, …). */
   readonly usage: string;
   /** The exit code when Ctrl-C ends the command (`get -w`: 0, it is how a watch ends). */
   readonly interruptedExit: number;
   /** Parses `argv` and loads the kubeconfig (rejecting with `OptionError`); resolves to the program to run. */
-  readonly prepare: (
-    argv: ReadonlyArray<string>,
-    io: TaskIo,
-  ) => Promise<Effect.Effect<number, KubeError>> | Effect.Effect<number, KubeError>;
+  readonly prepare: (argv: ReadonlyArray<string>, io: TaskIo) => Promise<Prepared> | Prepared;
 }
 
 export type TaskCommand = (argv: ReadonlyArray<string>) => Promise<number>;
 
-const hints: Partial<Record<KubeError["reason"], string>> = {
-  Unauthorized: "check the credentials of the kubeconfig",
-  Forbidden: "the user lacks permission for EtcdOpsTasks (or Events) in this namespace",
-  NotFound: "check the name and the namespace (-n); is the EtcdOpsTask CRD installed?",
-  Transient: "is the cluster reachable?",
+/** The next thing to check after an API error of `reason` while reading `kind`'s tasks. */
+export const apiErrorHint = (reason: KubeError["reason"], kind: CliKind): string | undefined => {
+  switch (reason) {
+    case "Unauthorized":
+      return "check the credentials of the kubeconfig";
+    case "Forbidden":
+      return `the user lacks permission for ${kind.resource.plural}.${kind.resource.group} (or Events) in this namespace`;
+    case "NotFound":
+      return `check the name and the namespace (-n); is the ${kind.resource.kind} CRD (${kind.resource.plural}.${kind.resource.group}) installed?`;
+    case "Transient":
+      return "is the cluster reachable?";
+    default:
+      return undefined;
+  }
 };
 
 export const usageOf = (spec: Pick<TaskCommandSpec, "usage">, io: TaskIo): string =>
@@ -45,19 +58,19 @@ export const runTaskCommand =
         io.stdout.write(usageOf(spec, io));
         return 0;
       }
-      let program: Effect.Effect<number, KubeError>;
+      let prepared: Prepared;
       try {
-        program = await spec.prepare(argv, io);
+        prepared = await spec.prepare(argv, io);
       } catch (error) {
         if (!(error instanceof OptionError)) throw error;
         io.stderr.write(`${io.program} ${spec.name}: ${error.message}\n`);
         return 2;
       }
       const exit = await Effect.runPromiseExit(
-        program.pipe(
+        prepared.run.pipe(
           Effect.catchTag("KubeError", (error) =>
             Effect.sync(() => {
-              const hint = hints[error.reason];
+              const hint = apiErrorHint(error.reason, prepared.kind);
               io.stderr.write(
                 `${io.program} ${spec.name}: ${error.reason}${error.code === 0 ? "" : ` (${error.code})`}: ${error.message}${
                   hint === undefined ? "" : `\n  hint: ${hint}`

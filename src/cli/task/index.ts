@@ -24,7 +24,7 @@ import {
   stringFlag,
   waitTimeoutMs,
 } from "./args.ts";
-import { type CliKind, describeKinds } from "./cli-kind.ts";
+import { type CliKind, describeGroupHeaders, describeKinds } from "./cli-kind.ts";
 import { connect, getTask } from "./cluster.ts";
 import { runTaskCommand, type TaskCommand, type TaskCommandSpec } from "./command.ts";
 import {
@@ -89,13 +89,16 @@ const createCommand =
     const manifest = manifestOf(etcd, parsed.flags);
     const wait = waitSettings(parsed.flags, io);
     const target = await resolveTarget(parsed.flags, io.env, [etcdCliKind]);
-    return createAndMaybeWait({
-      cluster: connect(target.client, target.kind),
-      namespace: target.namespace,
-      manifest,
-      waitTimeoutMs: wait,
-      io,
-    });
+    return {
+      kind: target.kind,
+      run: createAndMaybeWait({
+        cluster: connect(target.client, target.kind),
+        namespace: target.namespace,
+        manifest,
+        waitTimeoutMs: wait,
+        io,
+      }),
+    };
   };
 
 const specsFor = (kinds: ReadonlyArray<CliKind>): ReadonlyArray<TaskCommandSpec> => {
@@ -136,7 +139,7 @@ ${commonHelp}`,
     name: "get",
     usage: `Usage: {program} get [NAME…] [-o json|yaml|name|wide] [-l SELECTOR] [-n NS | -A] [-w]
 
-Lists tasks: NAME, STATE, the admission group (ETCD), PHASE (lastOperation type/state), AGE, LAST
+Lists tasks: NAME, STATE, the admission group (${describeGroupHeaders(kinds)}), PHASE (lastOperation type/state), AGE, LAST
 ERROR (code); with NAMEs only those (exit 1 when one does not exist).
 
   -o, --output FORMAT   json or yaml (the objects; several as a List), name (kind.group/name), or
@@ -175,17 +178,20 @@ ${exitHelp}`,
         throw new OptionError("NAMEs and -l/--selector exclude each other: use one");
       const output = parseOutputFormat(stringFlag(parsed.flags, "output"));
       const target = await resolveTarget(parsed.flags, io.env, kinds);
-      return getTasks({
-        cluster: connect(target.client, target.kind),
-        namespace: all ? undefined : target.namespace,
-        names,
-        labelSelector,
-        output,
-        showManagedFields: booleanFlag(parsed.flags, "show-managed-fields"),
-        watch: booleanFlag(parsed.flags, "watch"),
-        stdout: io.stdout,
-        stderr: io.stderr,
-      });
+      return {
+        kind: target.kind,
+        run: getTasks({
+          cluster: connect(target.client, target.kind),
+          namespace: all ? undefined : target.namespace,
+          names,
+          labelSelector,
+          output,
+          showManagedFields: booleanFlag(parsed.flags, "show-managed-fields"),
+          watch: booleanFlag(parsed.flags, "watch"),
+          stdout: io.stdout,
+          stderr: io.stderr,
+        }),
+      };
     },
   };
 
@@ -203,12 +209,15 @@ ${commonHelp}`,
       const parsed = parseFlags(argv, {}, usageHint);
       const [name = ""] = positionals(parsed, ["task"], usageHint);
       const target = await resolveTarget(parsed.flags, io.env, kinds);
-      return describeTask({
-        cluster: connect(target.client, target.kind),
-        namespace: target.namespace,
-        name,
-        stdout: io.stdout,
-      });
+      return {
+        kind: target.kind,
+        run: describeTask({
+          cluster: connect(target.client, target.kind),
+          namespace: target.namespace,
+          name,
+          stdout: io.stdout,
+        }),
+      };
     },
   };
 
@@ -228,9 +237,12 @@ ${commonHelp}`,
       const timeoutMs = waitTimeoutMs(parsed.flags, io.env);
       const target = await resolveTarget(parsed.flags, io.env, kinds);
       const cluster = connect(target.client, target.kind);
-      return getTask(cluster, target.namespace, name).pipe(
-        Effect.flatMap((task) => waitForTask({ cluster, task, timeoutMs, io })),
-      );
+      return {
+        kind: target.kind,
+        run: getTask(cluster, target.namespace, name).pipe(
+          Effect.flatMap((task) => waitForTask({ cluster, task, timeoutMs, io })),
+        ),
+      };
     },
   };
 
@@ -263,15 +275,18 @@ ${exitHelp}`,
       if (parsed.positionals.length > 0 && labelSelector !== undefined)
         throw new OptionError("NAMEs and -l/--selector exclude each other: use one");
       const target = await resolveTarget(parsed.flags, io.env, kinds);
-      return deleteTasks({
-        cluster: connect(target.client, target.kind),
-        namespace: target.namespace,
-        names: parsed.positionals,
-        labelSelector,
-        waitTimeoutMs: wait,
-        stdout: io.stdout,
-        stderr: io.stderr,
-      });
+      return {
+        kind: target.kind,
+        run: deleteTasks({
+          cluster: connect(target.client, target.kind),
+          namespace: target.namespace,
+          names: parsed.positionals,
+          labelSelector,
+          waitTimeoutMs: wait,
+          stdout: io.stdout,
+          stderr: io.stderr,
+        }),
+      };
     },
   };
 
