@@ -8,8 +8,16 @@
 //   await br.listSnapshots();                                     // ["Full-00000000-00000001-<unix>.gz", ...]
 //   await br.stop();
 //
-// Caveat: etcdbrctl has no bind-address flag; its HTTP server listens on all interfaces
-// (`:<port>`). etcd itself listens on 127.0.0.1 only.
+// Caveat: etcdbrctl's HTTP server listens on all interfaces, and v0.43.0 has no way to narrow it
+// (etcd itself listens on 127.0.0.1 only). In etcd-backup-restore v0.43.0:
+//   pkg/server/httpAPI.go:146   Addr: fmt.Sprintf(":%d", h.Port),   (then ListenAndServe, :179)
+//   pkg/server/init.go:118-121  the server's only flags: --server-port, --enable-profiling,
+//                               --server-cert, --server-key (its --config-file has the same four fields)
+//   pkg/server/backuprestoreserver.go:121  the handler is given the port alone
+// --server-cert/--server-key only switch to HTTPS (ListenAndServeTLS, httpAPI.go:189) with no
+// client-certificate check, so they do not authenticate callers either. Go binds ":<port>" as the
+// dual-stack wildcard ([::]:<port> in /proc/net/tcp6). Confining it needs a network namespace and a
+// loopback bridge; see docs/local-control-plane.md §3.
 //
 // Over 400 lines, knowingly: development tooling, not the product; it is the etcd + etcdbrctl pair's
 // whole life cycle (configuration, start, readiness, snapshot listing, stop) in one place.
