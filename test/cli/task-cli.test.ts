@@ -180,7 +180,14 @@ describe("why-line and formatting (pure)", () => {
         now,
       ),
     ).toMatch(/^Retrying: ERR_EXECUTE_HTTP_REQUEST, next attempt after backoff \(1 failed attempt/);
-    expect(why({ ...base, finalizers: [] }, now)).toMatch(/^Not picked up: /);
+    expect(why({ ...base, finalizers: [] }, now)).toBe(
+      "Not picked up: no controller has claimed it yet (is the EtcdOpsTask controller running and watching namespace ns?)",
+    );
+    // An operator's own kind: its controller, not opstask's.
+    const probes = { ...etcdCliKind, resource: { ...etcdCliKind.resource, kind: "Probe" } };
+    expect(why({ ...base, kind: probes, finalizers: [] }, now)).toMatch(
+      /^Not picked up: .*\(is the Probe controller running and watching namespace ns\?\)$/,
+    );
     expect(
       why(
         { ...base, deletingSince: now, finalizers: ["example.com/keep"], status: { state: "Succeeded" } },

@@ -112,7 +112,7 @@ export const why = (view: TaskView, now: number): string => {
       if (view.invalid.length > 0)
         return `Invalid: the spec does not decode (${view.invalid[0]}); a controller rejects it with ERR_INVALID_TASK`;
       if (!view.finalizers.some((finalizer) => isOwnFinalizer(view, finalizer)))
-        return `Not picked up: no controller has claimed it yet (is opstask running and watching namespace ${view.namespace}?)`;
+        return `Not picked up: no controller has claimed it yet (is the ${view.kind.resource.kind} controller running and watching namespace ${view.namespace}?)`;
       return "Admitting: claimed by the controller, admission has not written a result yet";
   }
 };
