@@ -116,7 +116,10 @@ describe("the packed library in a fresh project", () => {
       cwd: project,
       timeout: 60_000,
     });
-    expect(help.stdout).toMatch(/^Usage: opstask describe /);
+    // The operator's own program and kind, not opstask's EtcdOpsTask.
+    expect(help.stdout).toMatch(/^Usage: node cli\.ts describe /);
+    expect(help.stdout).toContain("greetings (Greeting)");
+    expect(help.stdout).not.toMatch(/etcd/i);
     const unknown = await run(process.execPath, ["cli.ts", "frobnicate"], {
       cwd: project,
       timeout: 60_000,
@@ -130,7 +133,7 @@ describe("the packed library in a fresh project", () => {
     expect(unknown).toEqual({
       code: 2,
       stderr:
-        'unknown command "frobnicate": opstask get|describe|wait|delete [arguments] (--help for each)\n',
+        'unknown command "frobnicate": node cli.ts get|describe|wait|delete [arguments] (--help for each)\n',
     });
   });
 
