@@ -80,7 +80,7 @@ describe("the scheduler", () => {
     const first = m.start("ns/a", task("a", "InProgress"), noPeers, 0, "r1");
     if (first === undefined) throw new Error("the first pass must start");
     m.calling(first, "execute");
-    const aborted = m.stopped(first, kept, true);
+    const aborted = m.stopped(first, kept, true, 0);
     expect(aborted.delayMs).toBe(Math.max(config.minRequeueMs, config.backoffBaseMs));
     const second = m.start("ns/a", task("a", "InProgress"), noPeers, 1, "r2");
     expect(second?.kept).toBe(kept);
@@ -157,7 +157,12 @@ describe("the scheduler", () => {
     // A pass that ends after its task's deletion leaves nothing behind.
     const late = m.start("ns/c", task("c", "InProgress"), noPeers, 0, "r3");
     if (late === undefined) throw new Error("c must start");
-    m.stopped(late, { known: { phase: "execute", outcome: { kind: "completed", description: "d" } } }, false);
+    m.stopped(
+      late,
+      { known: { phase: "execute", outcome: { kind: "completed", description: "d" } } },
+      false,
+      0,
+    );
     expect(m.remembered).toBe(0);
   });
 
@@ -202,7 +207,7 @@ describe("the scheduler", () => {
     expect(m.skipsEcho("ns/a", "8")).toBe(false);
     // Anything else that woke it (a timer, a peer, a resync) runs it, whatever the version.
     m.note("ns/a", "object changed");
-    m.timerFired("ns/a");
+    m.note("ns/a", "timer: poll");
     expect(m.skipsEcho("ns/a", "7")).toBe(false);
     m.note("ns/a", "peer changed");
     expect(m.skipsEcho("ns/a", "7")).toBe(false);

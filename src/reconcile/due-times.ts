@@ -1,5 +1,7 @@
 /**
- * One due time per key, and the keys whose time has come: the timer bookkeeping of the work queue.
+ * One due time per key, and the keys whose time has come: the store of the scheduler's timed passes
+ * (requeue, backoff, TTL). Setting a key's time replaces the one it had, sooner or later: the last
+ * decision wins.
  *
  * A binary min-heap of (time, key) with lazy deletion: replacing or cancelling a key's time only
  * updates the map, and stale heap entries are skipped when they surface (and dropped in one rebuild
