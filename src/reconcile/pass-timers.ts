@@ -16,14 +16,22 @@
  *   millisecond with none); it is applied here rather than by the caller because only the scheduler
  *   knows which delays are backoffs (a stopped pass's backoff it computes itself).
  */
-import type { PassEnd } from "../effects/task-effect.ts";
+import type { PassEnd, RequeueReason } from "../effects/task-effect.ts";
 import { DueTimes } from "./due-times.ts";
 
 /** Stretches a backoff delay (ms); must not shorten it, or the pass it starts would only wait again. */
 export type Jitter = (delayMs: number) => number;
 
+/** A key whose time has come, and why it was set (the pass it starts logs `timer: <reason>`). */
+export interface DueKey {
+  readonly key: string;
+  readonly reason: RequeueReason;
+}
+
 export class PassTimers {
   readonly #due = new DueTimes();
+  /** Why each due time was set; dropped with it. */
+  readonly #reasons = new Map<string, RequeueReason>();
   readonly #jitter: Jitter;
 
   constructor(jitter: Jitter = (delayMs) => delayMs) {
@@ -32,25 +40,27 @@ export class PassTimers {
 
   /** A pass of `key` ended at `now` with `end`: due after its requeue delay, or not at all. */
   ended(key: string, end: PassEnd, now: number): void {
-    if (end._tag !== "RequeueAfter") this.#due.delete(key);
-    else this.#due.set(key, now + (end.reason === "backoff" ? this.#stretch(end.delayMs) : end.delayMs));
+    if (end._tag !== "RequeueAfter") this.clear(key);
+    else
+      this.#set(key, now + (end.reason === "backoff" ? this.#stretch(end.delayMs) : end.delayMs), end.reason);
   }
 
   /** A pass of `key` stopped short at `now`: due after `delayMs`, jittered. Answers the delay set. */
   backoff(key: string, delayMs: number, now: number): number {
     const jittered = this.#stretch(delayMs);
-    this.#due.set(key, now + jittered);
+    this.#set(key, now + jittered, "backoff");
     return jittered;
   }
 
   /** `key` is due at `at` (a settled task's TTL). */
-  at(key: string, at: number): void {
-    this.#due.set(key, at);
+  ttl(key: string, at: number): void {
+    this.#set(key, at, "ttl");
   }
 
   /** `key` has no due time (its pass started, or its task was deleted). */
   clear(key: string): void {
     this.#due.delete(key);
+    this.#reasons.delete(key);
   }
 
   /** The earliest due time, if any. */
@@ -59,8 +69,17 @@ export class PassTimers {
   }
 
   /** Removes and answers the keys due at or before `now`, earliest first, each once. */
-  takeDue(now: number): string[] {
-    return this.#due.takeDue(now);
+  takeDue(now: number): DueKey[] {
+    return this.#due.takeDue(now).map((key) => {
+      const reason = this.#reasons.get(key) ?? "poll";
+      this.#reasons.delete(key);
+      return { key, reason };
+    });
+  }
+
+  #set(key: string, at: number, reason: RequeueReason): void {
+    this.#due.set(key, at);
+    this.#reasons.set(key, reason);
   }
 
   /** A backoff jittered, never shortened (whatever jitter the caller gave). */

@@ -159,9 +159,10 @@ export class TaskScheduler<K extends Kept = Kept> {
 
   /** The keys due at or before `now`, earliest first, each once: run them (why is noted). */
   takeDue(now: number): string[] {
-    const due = this.#timers.takeDue(now);
-    for (const key of due) this.#reasons.fired(key);
-    return due;
+    return this.#timers.takeDue(now).map(({ key, reason }) => {
+      this.#reasons.note(key, `timer: ${reason}`);
+      return key;
+    });
   }
 
   /** Keys with a due time. */
@@ -302,7 +303,6 @@ export class TaskScheduler<K extends Kept = Kept> {
     // A pass of a task that is gone or released decides no due time: nothing is left to run, and the
     // name may already hold a new object whose due time is not this pass's to drop.
     if (exists && !this.#released.has(hold.uid)) this.#timers.ended(hold.key, end, now);
-    if (end._tag === "RequeueAfter") this.#reasons.timer(hold.key, end.reason);
     return this.#free(hold);
   }
 
@@ -324,7 +324,6 @@ export class TaskScheduler<K extends Kept = Kept> {
       this.#retry.set(hold.uid, { retries: previous.retries + 1 });
       const backoff = Math.max(config.minRequeueMs, backoffDelayMs(config, previous.retries));
       delayMs = this.#timers.backoff(hold.key, backoff, now);
-      this.#reasons.timer(hold.key, "backoff");
     }
     this.#leftAt.delete(hold.key);
     return { delayMs, wake: this.#free(hold) };
@@ -375,10 +374,7 @@ export class TaskScheduler<K extends Kept = Kept> {
     if (type !== "DELETED" && change.own !== true) {
       const at = change.now === undefined ? undefined : this.#settledDue(key, facts, change.now);
       if (at === undefined) wake.push({ key, reason: type === "ADDED" ? "object added" : "object changed" });
-      else {
-        this.#timers.at(key, at);
-        this.#reasons.timer(key, "ttl");
-      }
+      else this.#timers.ttl(key, at);
     }
     if (peersMustLook && group !== undefined)
       for (const peer of this.#groups.unfinishedMembers(group))
