@@ -23,10 +23,6 @@ export class DueTimes {
     return this.#due.size;
   }
 
-  has(key: string): boolean {
-    return this.#due.has(key);
-  }
-
   /** Sets (or replaces) the due time of `key`. */
   set(key: string, at: number): void {
     this.#due.set(key, at);
@@ -36,11 +32,6 @@ export class DueTimes {
 
   delete(key: string): void {
     this.#due.delete(key);
-  }
-
-  clear(): void {
-    this.#due.clear();
-    this.#heap = [];
   }
 
   /** The earliest due time, if any. */
