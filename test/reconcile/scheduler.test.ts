@@ -213,6 +213,26 @@ describe("the scheduler", () => {
     expect(m.skipsEcho("ns/a", "7")).toBe(false);
   });
 
+  it("hands out a due key with the reason its time was set, once; a settled task is due at its TTL", () => {
+    const m = memory();
+    const a = m.start("ns/a", task("a", "InProgress", { group: "g-a" }), noPeers, 0, "r1");
+    if (a === undefined) throw new Error("a must start");
+    m.ended(a, backoff, 1, true);
+    m.changed({ type: "ADDED", facts: task("s", "Succeeded"), now: 1 });
+    const ttl = Date.parse("2026-11-24T00:00:00Z") + 3_600_000;
+    expect(m.nextDue()).toBe(41);
+    expect(m.takeDue(40)).toEqual([]);
+    expect(m.takeDue(41)).toEqual(["ns/a"]);
+    expect(m.takeDue(41)).toEqual([]);
+    expect(m.start("ns/a", task("a", "InProgress", { group: "g-a" }), noPeers, 41, "r2")?.trigger).toBe(
+      "timer: backoff",
+    );
+    expect(m.nextDue()).toBe(ttl);
+    expect(m.takeDue(ttl)).toEqual(["ns/s"]);
+    expect(m.start("ns/s", task("s", "Succeeded"), noPeers, ttl, "r3")?.trigger).toBe("timer: ttl");
+    expect(m.dueCount).toBe(0);
+  });
+
   it("does not skip after a pass whose writes may have carried someone else's change", () => {
     const m = memory();
     const a = m.start("ns/a", task("a", "InProgress"), noPeers, 0, "r1");
