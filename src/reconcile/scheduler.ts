@@ -380,6 +380,8 @@ export class TaskScheduler<K extends Kept = Kept> {
       for (const peer of this.#groups.unfinishedMembers(group))
         if (peer !== key) wake.push({ key: peer, reason: "peer changed" });
     for (const { key: woken, reason } of wake) this.#reasons.note(woken, reason);
+    // A pass woken for a deleted task finds no object, and takes no reason: drop them here.
+    if (type === "DELETED") this.#reasons.forget(key);
     return { wake, ...(orphaned === undefined ? {} : { orphaned }) };
   }
 

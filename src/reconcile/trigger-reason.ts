@@ -32,11 +32,16 @@ export class TriggerReasons {
     return this.#onlyChanged.has(key);
   }
 
+  /** `key`'s object is gone: no pass takes what was noted for it (a new object starts afresh). */
+  forget(key: string): void {
+    this.#waiting.delete(key);
+    this.#onlyChanged.delete(key);
+  }
+
   /** The reason of the pass that starts now. */
   take(key: string): TriggerReason {
     const reason = this.#waiting.get(key);
-    this.#waiting.delete(key);
-    this.#onlyChanged.delete(key);
+    this.forget(key);
     // Every wake notes its reason (a due key's when the scheduler hands it out); a pass with none
     // noted only re-derives the task's state, as a resync does.
     return reason ?? "resync";

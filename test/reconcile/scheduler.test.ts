@@ -233,6 +233,20 @@ describe("the scheduler", () => {
     expect(m.dueCount).toBe(0);
   });
 
+  it("forgets why a key was woken once its object is gone: a new object under the name starts afresh", () => {
+    const m = memory();
+    m.changed({ type: "ADDED", facts: task("a", "InProgress"), now: 0 });
+    const first = m.start("ns/a", task("a", "InProgress"), noPeers, 0, "r0");
+    if (first === undefined) throw new Error("a must start");
+    m.ended(first, awaitChange, 0, true);
+    m.changed({ type: "MODIFIED", facts: task("a", "InProgress", { deleting: true }), now: 1 });
+    // The pass that change woke never runs: the object is gone first.
+    m.changed({ type: "DELETED", facts: task("a", "InProgress", { deleting: true }), now: 2 });
+    const renewed = { ...task("a"), metadata: { ...task("a").metadata, uid: "uid-a2" } };
+    m.changed({ type: "ADDED", facts: renewed, now: 3 });
+    expect(m.start("ns/a", renewed, noPeers, 3, "r1")?.trigger).toBe("object added");
+  });
+
   it("does not skip after a pass whose writes may have carried someone else's change", () => {
     const m = memory();
     const a = m.start("ns/a", task("a", "InProgress"), noPeers, 0, "r1");
