@@ -128,6 +128,7 @@ export {
   type TaskSnapshot,
   type TransitionRecord,
 } from "./reconcile/pass.ts";
+export type { Jitter } from "./reconcile/pass-timers.ts";
 export {
   type Kept,
   type PassHold,

@@ -3,7 +3,8 @@
  * The cluster runtime (src/runtime/controller.ts) and the memory interpreter
  * (src/interpreters/memory/controller.ts) both keep their memory here, so the simulation checks the
  * very rules the cluster runs. Pure and synchronous: every method answers with what the caller must
- * do next (start a pass, wake keys); the callers own the queue, the timers and the clock.
+ * do next (start a pass, wake keys); the callers own the queue and the clock, and sleep until the
+ * earliest due time the scheduler keeps (`nextDue`, `takeDue`; pass-timers.ts).
  *
  * Rules:
  * - one key is in one pass at a time: a pass for a busy key is deferred until the busy pass ends;
@@ -18,6 +19,7 @@
  *   wrote it has seen it), and the unfinished tasks of its group when what their admission reads of
  *   it (state, deleting) changed;
  * - retry bookkeeping follows `nextRetryState`; a stopped pass backs off like a transient error;
+ * - each key has at most one due time (requeue, backoff, TTL), the last decision wins (pass-timers.ts);
  * - a task whose last finalizer we removed is released: no pass may act on a cached copy of it;
  * - a task that is gone is forgotten (a long-running controller sees millions come and go).
  *
@@ -25,7 +27,8 @@
  *
  * Over 400 lines, knowingly: the rules above share one state (busy keys, group locks, kept results,
  * calls in flight), and their invariants are checked together (test/reconcile, test/property); the
- * pieces that stand alone already live beside it (group-index.ts, trigger-reason.ts, settled.ts).
+ * pieces that stand alone already live beside it (group-index.ts, trigger-reason.ts, settled.ts,
+ * pass-timers.ts).
  */
 import { isTerminal } from "../api/status.ts";
 import { nextRetryState, noRetry, type RetryState } from "../effects/retry-state.ts";
@@ -35,6 +38,7 @@ import { backoffDelayMs } from "../machine/backoff.ts";
 import type { KnownResult, LifecycleConfig, PassInput, Phase } from "../machine/types.ts";
 import { GroupIndex } from "./group-index.ts";
 import { observe, peersOf } from "./observe.ts";
+import { type Jitter, PassTimers } from "./pass-timers.ts";
 import { settledUntil } from "./settled.ts";
 import type { TaskFacts } from "./task-kind.ts";
 import { type TriggerReason, TriggerReasons } from "./trigger-reason.ts";
@@ -72,6 +76,8 @@ export interface SchedulerOptions {
   readonly config: LifecycleConfig;
   /** Config members that have a handler. */
   readonly supported: ReadonlyArray<string>;
+  /** Stretches backoff delays (the runtime's is random, backoff-jitter.ts); none by default. */
+  readonly jitter?: Jitter;
 }
 
 /** A watch event for a task, or our own write of it (`own`: the object our write returned). */
@@ -80,16 +86,14 @@ export interface TaskChange {
   readonly facts: TaskFacts;
   readonly own?: boolean;
   /**
-   * The caller's clock. Given, a settled task (settled.ts) is not woken: the answer's `due` says when
-   * its TTL runs out, and the caller sets its timer for then.
+   * The caller's clock. Given, a settled task (settled.ts) is not woken: it is due when its TTL runs
+   * out (`nextDue`).
    */
   readonly now?: number;
 }
 
 export interface ChangeAnswer {
   readonly wake: ReadonlyArray<Wake>;
-  /** The changed task is settled: no pass now; run it at `at` (its TTL). */
-  readonly due?: { readonly key: string; readonly at: number };
   /** A handler call in flight that the change orphaned (the task is being deleted): stop waiting for it. */
   readonly orphaned?: number;
 }
@@ -135,10 +139,12 @@ export class TaskScheduler<K extends Kept = Kept> {
   readonly #reasons = new TriggerReasons();
   /** The resourceVersion each key's last pass left its object at (by its own writes, or unchanged). */
   readonly #leftAt = new Map<string, string>();
+  readonly #timers: PassTimers;
   #callSerial = 0;
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
+    this.#timers = new PassTimers(options.jitter);
   }
 
   /** Why `key` was woken (the first reason since its last pass); noted for the pass that starts next. */
@@ -146,9 +152,22 @@ export class TaskScheduler<K extends Kept = Kept> {
     this.#reasons.note(key, reason);
   }
 
-  /** The requeue timer of `key` fired. */
-  timerFired(key: string): void {
-    this.#reasons.fired(key);
+  /** The earliest due time of any key (ms, the callers' clock), if any: sleep until then. */
+  nextDue(): number | undefined {
+    return this.#timers.next();
+  }
+
+  /** The keys due at or before `now`, earliest first, each once: run them (why is noted). */
+  takeDue(now: number): string[] {
+    return this.#timers.takeDue(now).map(({ key, reason }) => {
+      this.#reasons.note(key, `timer: ${reason}`);
+      return key;
+    });
+  }
+
+  /** Keys with a due time. */
+  get dueCount(): number {
+    return this.#timers.size;
   }
 
   /**
@@ -192,6 +211,8 @@ export class TaskScheduler<K extends Kept = Kept> {
     }
     const kept = this.#unwritten.get(uid);
     this.#unwritten.delete(uid);
+    // The pass decides the key's next due time when it ends.
+    this.#timers.clear(key);
     const input = this.inputOf(facts, peers(), now, runId, kept?.known);
     return { key, uid, group, lockedGroup, input, kept, trigger: this.#reasons.take(key) };
   }
@@ -279,25 +300,32 @@ export class TaskScheduler<K extends Kept = Kept> {
       // Nothing to retry: the phase is over (or waits for a change), so its next call is a first.
       this.#attempts.delete(hold.uid);
     } else this.#retry.set(hold.uid, next);
-    if (end._tag === "RequeueAfter") this.#reasons.timer(hold.key, end.reason);
+    // A pass of a task that is gone or released decides no due time: nothing is left to run, and the
+    // name may already hold a new object whose due time is not this pass's to drop.
+    if (exists && !this.#released.has(hold.uid)) this.#timers.ended(hold.key, end, now);
     return this.#free(hold);
   }
 
-  /** The pass stopped short (a write failed): keep its unwritten result and back off. */
+  /**
+   * The pass stopped short at `now` (a write failed): keep its unwritten result and back off. Answers
+   * the (jittered) delay until the key is due, undefined when its task is gone or released.
+   */
   stopped(
     hold: PassHold,
     kept: K | undefined,
     exists: boolean,
-  ): { readonly delayMs: number; readonly wake: Wake[] } {
+    now: number,
+  ): { readonly delayMs: number | undefined; readonly wake: Wake[] } {
     const { config } = this.#options;
     const previous = this.#retry.get(hold.uid) ?? noRetry;
-    if (exists) {
+    let delayMs: number | undefined;
+    if (exists && !this.#released.has(hold.uid)) {
       if (kept !== undefined) this.#unwritten.set(hold.uid, kept);
       this.#retry.set(hold.uid, { retries: previous.retries + 1 });
+      const backoff = Math.max(config.minRequeueMs, backoffDelayMs(config, previous.retries));
+      delayMs = this.#timers.backoff(hold.key, backoff, now);
     }
-    this.#reasons.timer(hold.key, "backoff");
     this.#leftAt.delete(hold.key);
-    const delayMs = Math.max(config.minRequeueMs, backoffDelayMs(config, previous.retries));
     return { delayMs, wake: this.#free(hold) };
   }
 
@@ -338,28 +366,23 @@ export class TaskScheduler<K extends Kept = Kept> {
       this.#forget(uid);
       this.#released.delete(uid);
       this.#leftAt.delete(key);
+      this.#timers.clear(key);
     }
     if (type === "MODIFIED" && change.own !== true && !this.#echoes(key, facts.metadata.resourceVersion))
       this.#userChanged(uid);
     const peersMustLook = this.#groups.update(key, type === "DELETED" ? undefined : { group, facts });
-    let due: ChangeAnswer["due"];
     if (type !== "DELETED" && change.own !== true) {
       const at = change.now === undefined ? undefined : this.#settledDue(key, facts, change.now);
       if (at === undefined) wake.push({ key, reason: type === "ADDED" ? "object added" : "object changed" });
-      else {
-        due = { key, at };
-        this.#reasons.timer(key, "ttl");
-      }
+      else this.#timers.ttl(key, at);
     }
     if (peersMustLook && group !== undefined)
       for (const peer of this.#groups.unfinishedMembers(group))
         if (peer !== key) wake.push({ key: peer, reason: "peer changed" });
     for (const { key: woken, reason } of wake) this.#reasons.note(woken, reason);
-    return {
-      wake,
-      ...(orphaned === undefined ? {} : { orphaned }),
-      ...(due === undefined ? {} : { due }),
-    };
+    // A pass woken for a deleted task finds no object, and takes no reason: drop them here.
+    if (type === "DELETED") this.#reasons.forget(key);
+    return { wake, ...(orphaned === undefined ? {} : { orphaned }) };
   }
 
   /** The TTL due time of a settled task that no pass is running or waiting for; else undefined. */

@@ -15,7 +15,6 @@ export type TriggerReason =
 
 export class TriggerReasons {
   readonly #waiting = new Map<string, TriggerReason>();
-  readonly #timers = new Map<string, RequeueReason>();
   /** Waiting keys woken by nothing but changes of their own object (an echo of our write may be one). */
   readonly #onlyChanged = new Set<string>();
 
@@ -28,29 +27,23 @@ export class TriggerReasons {
     else if (reason !== "object changed" && reason !== "deferred") this.#onlyChanged.delete(key);
   }
 
-  /** A timer was set for `key`; if it fires, this is why. */
-  timer(key: string, reason: RequeueReason): void {
-    this.#timers.set(key, reason);
-  }
-
-  /** The timer of `key` fired. */
-  fired(key: string): void {
-    this.note(key, `timer: ${this.#timers.get(key) ?? "poll"}`);
-  }
-
   /** Whether everything that woke `key` since its last pass was a change of its own object. */
   onlyChanged(key: string): boolean {
     return this.#onlyChanged.has(key);
   }
 
+  /** `key`'s object is gone: no pass takes what was noted for it (a new object starts afresh). */
+  forget(key: string): void {
+    this.#waiting.delete(key);
+    this.#onlyChanged.delete(key);
+  }
+
   /** The reason of the pass that starts now. */
   take(key: string): TriggerReason {
     const reason = this.#waiting.get(key);
-    this.#waiting.delete(key);
-    this.#onlyChanged.delete(key);
-    if (reason !== undefined) return reason;
-    const timer = this.#timers.get(key);
-    this.#timers.delete(key);
-    return timer === undefined ? "resync" : `timer: ${timer}`;
+    this.forget(key);
+    // Every wake notes its reason (a due key's when the scheduler hands it out); a pass with none
+    // noted only re-derives the task's state, as a resync does.
+    return reason ?? "resync";
   }
 }

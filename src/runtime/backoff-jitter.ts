@@ -4,13 +4,22 @@
  * out instead of in lockstep. Only stretched, never shortened: the pass a timer starts must find the
  * machine's backoff (`retryAt`) over, or it would only wait again.
  *
- * The simulated controller keeps exact delays, so that simulations replay to the millisecond.
+ * The scheduler applies it (src/reconcile/pass-timers.ts); the runtime hands it this function, drawing
+ * from Effect's Random (seedable in tests). The simulated controller keeps exact delays, so that
+ * simulations replay to the millisecond.
  */
 import * as Effect from "effect/Effect";
 import * as Random from "effect/Random";
+import type { Jitter } from "../reconcile/pass-timers.ts";
 
 export const backoffJitter = 0.2;
 
-/** `delayMs` stretched by up to `backoffJitter` of itself. */
-export const jittered = (delayMs: number): Effect.Effect<number> =>
-  Effect.map(Random.next, (fraction) => Math.round(delayMs * (1 + backoffJitter * fraction)));
+/** `delayMs` stretched by `fraction` (in [0, 1)) of the full jitter. */
+export const stretched = (delayMs: number, fraction: number): number =>
+  Math.round(delayMs * (1 + backoffJitter * fraction));
+
+/** The scheduler's jitter: each backoff stretched by a fresh random fraction of up to `backoffJitter`. */
+export const randomJitter: Effect.Effect<Jitter> = Effect.gen(function* () {
+  const random = yield* Random.Random;
+  return (delayMs) => stretched(delayMs, random.nextDoubleUnsafe());
+});

@@ -13,8 +13,9 @@
  * - Admissions read the cache that holds our own writes (read-your-writes), so the duplicate rule never
  *   sees a stale peer. Echoes of our own writes are dropped by the informer: the scheduler hears of
  *   each write from the pass that made it, and no pass runs on an echo.
- * - Backoff timers are jittered (backoff-jitter.ts); a periodic resync re-derives every timer from the
- *   objects, so no requeue is lost.
+ * - Due times (requeue, backoff, TTL) are the scheduler's; the work queue's one timer fiber sleeps until
+ *   the earliest. Backoffs are jittered (the scheduler is handed backoff-jitter.ts's random stretch); a
+ *   periodic resync re-derives every due time from the objects, so no requeue is lost.
  *
  * Over 400 lines, knowingly: this is the cluster shell's one closure — the informer, the queue, the
  * handler-call fibers and the change stream share the controller's state; the decisions are elsewhere
@@ -44,7 +45,7 @@ import { Answer, answer, drive, type PassRequest, type Step, start } from "../re
 import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../reconcile/scheduler.ts";
 import { settledUntil } from "../reconcile/settled.ts";
 import { readFacts, readTask, type TaskFacts } from "../reconcile/task-kind.ts";
-import { jittered } from "./backoff-jitter.ts";
+import { randomJitter } from "./backoff-jitter.ts";
 import type { ControllerHandle, ControllerOptions } from "./controller-options.ts";
 import { makeForeignWriterWatch, ownFieldManagers, reportForeignWrites } from "./foreign-writers.ts";
 import { kubeHandlerContext, kubeObjectGetter } from "./handler-context-kube.ts";
@@ -102,7 +103,7 @@ export const runController = <Task, R>(
       ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
     });
     // Memory that a restart loses (and the design survives losing).
-    const scheduler = new TaskScheduler<Kept>({ config, supported });
+    const scheduler = new TaskScheduler<Kept>({ config, supported, jitter: yield* randomJitter });
     const calls = yield* FiberMap.make<number>();
     const stats = { passes: 0, aborted: 0, handlerCalls: 0, writes: {} as Record<string, number> };
     let runSerial = 0;
@@ -261,10 +262,7 @@ export const runController = <Task, R>(
             const { end } = last;
             const settledAt = running.sawAll ? running.object.metadata.resourceVersion : undefined;
             const wake = scheduler.ended(running, end, now, cached(running), settledAt);
-            if (end._tag === "RequeueAfter") {
-              const delayMs = end.reason === "backoff" ? yield* jittered(end.delayMs) : end.delayMs;
-              yield* queue.addAfter(running.key, Duration.millis(delayMs));
-            } else yield* queue.cancelAfter(running.key);
+            yield* queue.dueChanged;
             yield* Effect.logDebug("pass ended").pipe(
               annotate(running, { end: end._tag, reason: end.reason }),
             );
@@ -282,13 +280,16 @@ export const runController = <Task, R>(
               running,
               unwritten && { known: unwritten },
               cached(running),
+              now,
             );
-            yield* queue.addAfter(running.key, Duration.millis(yield* jittered(delayMs)));
+            yield* queue.dueChanged;
             const reason =
               last.stopped._tag === "WriteFailed"
                 ? `${last.stopped.request}: ${last.stopped.cause}`
                 : last.stopped.cause;
-            yield* Effect.logWarning("pass aborted").pipe(annotate(running, { reason }));
+            yield* Effect.logWarning("pass aborted").pipe(
+              annotate(running, { reason, ...(delayMs === undefined ? {} : { retryInMs: delayMs }) }),
+            );
             return yield* wakeAll(wake);
           }
         }
@@ -321,12 +322,12 @@ export const runController = <Task, R>(
         const started = scheduler.start(key, facts, peers, now, runId);
         // Deferred (the key is in a pass already, or another pass holds its admission group) or released.
         if (started === undefined) return;
-        // A settled task (a resync, an early timer) only needs its TTL timer: no machine run.
+        // A settled task (a resync, an early timer) only needs its TTL due time: no machine run.
         const settled = settledUntil(started.input);
         if (settled !== undefined) {
           const end = TaskEffect.RequeueAfter({ delayMs: settled - now, reason: "ttl" });
           yield* wakeAll(scheduler.ended(started, end, now, true));
-          return yield* queue.addAfter(key, Duration.millis(settled - now));
+          return yield* queue.dueChanged;
         }
         const step = start(started.input);
         const running: Running = {
@@ -367,7 +368,7 @@ export const runController = <Task, R>(
     const queue = yield* makeWorkQueue({
       concurrency: options.concurrency,
       process: reconcile,
-      fired: (key) => scheduler.timerFired(key),
+      due: scheduler,
     });
     add = (key) => queue.add(key);
     const wakeFor = (key: string, reason: Parameters<typeof scheduler.note>[1]) => {
@@ -395,9 +396,9 @@ export const runController = <Task, R>(
           }
           yield* reportForeignWrites(foreign.drain(), recorder, observer);
           const now = yield* Clock.currentTimeMillis;
-          const { wake, orphaned, due } = scheduler.changed({ type: change.type, facts, now });
-          // A settled task (reconcile/settled.ts) needs no pass until its TTL runs out.
-          if (due !== undefined) yield* queue.addAfter(due.key, Duration.millis(due.at - now));
+          const { wake, orphaned } = scheduler.changed({ type: change.type, facts, now });
+          // A settled task (reconcile/settled.ts) needs no pass until its TTL runs out: it is due then.
+          yield* queue.dueChanged;
           // The pass this wakes decodes nothing again (unless the cache has a newer copy by then).
           if (wake.some((woken) => woken.key === key)) decodedOnce.set(object, read);
           if (orphaned !== undefined)

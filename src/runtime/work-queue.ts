@@ -3,18 +3,16 @@
  *
  * - `add(key)`: a key already waiting is not queued twice (dedupe); a key being processed is not
  *   processed again at the same time: it is marked and runs once more after the current run ends;
- * - `addAfter(key, delay)`: one pending timer per key, and **a later call replaces it** whether sooner
- *   or later (the last decision wins). That is the simulated controller's rule (its timer map is set,
- *   or cleared, at the end of every pass), where the latest pass knows best; client-go's delaying queue
- *   instead keeps the sooner one, which can only add a redundant pass here. `cancelAfter(key)` drops the
- *   timer (a pass that ends awaiting a change). A timer that fires is an `add`;
+ * - timed adds: the queue keeps no due times of its own. It sleeps until the earliest time of its
+ *   `due` source (the scheduler, src/reconcile/pass-timers.ts, which decides every due time and keeps
+ *   one per key) and adds the keys due then; `dueChanged` tells it the source may have an earlier time;
  * - `concurrency` workers call `process(key)`; a failure or defect is logged and counted, never stops a
  *   worker (retry policy is the controller's business, not the queue's);
  * - `shutdown` (also run when the scope closes): stop taking keys and firing timers, let the runs in
  *   flight finish for up to `shutdownTimeout`, then interrupt them. Waiting keys are dropped.
  *
- * Timers are one due time per key (due-times.ts) and a single fiber sleeping until the earliest.
- * Time comes from Effect's Clock, so tests run it under TestClock.
+ * One fiber sleeps for every key, until the source's earliest due time. Time comes from Effect's Clock,
+ * so tests run it under TestClock; the source's times are on that clock.
  */
 import * as Cause from "effect/Cause";
 import * as Clock from "effect/Clock";
@@ -26,7 +24,6 @@ import * as Option from "effect/Option";
 import * as Queue from "effect/Queue";
 import * as Result from "effect/Result";
 import type * as Scope from "effect/Scope";
-import { DueTimes } from "./due-times.ts";
 import { timerDelayMs } from "./timer-limit.ts";
 
 export interface WorkQueueOptions<E, R> {
@@ -35,8 +32,18 @@ export interface WorkQueueOptions<E, R> {
   readonly process: (key: string) => Effect.Effect<void, E, R>;
   /** How long `shutdown` lets runs in flight finish before interrupting them (default 30 s). */
   readonly shutdownTimeout?: Duration.Input;
-  /** Told when a key's `addAfter` timer fires, just before the key is added (why did it run?). */
-  readonly fired?: (key: string) => void;
+  /** Where the due times are kept (none: the queue only runs what is added). */
+  readonly due?: DueSource;
+}
+
+/** Due times kept elsewhere (the scheduler): the queue only sleeps until them and runs their keys. */
+export interface DueSource {
+  /** The earliest due time (ms, Effect's Clock), if any. */
+  readonly nextDue: () => number | undefined;
+  /** Removes and answers the keys due at or before `now`. */
+  readonly takeDue: (now: number) => ReadonlyArray<string>;
+  /** Keys with a due time. */
+  readonly dueCount: number;
 }
 
 /** Plain numbers, to be exported as gauges and counters. Times in milliseconds. */
@@ -45,7 +52,7 @@ export interface WorkQueueMetrics {
   readonly depth: number;
   /** Keys being processed. */
   readonly inFlight: number;
-  /** Keys with a pending `addAfter` timer. */
+  /** Keys with a due time (a requeue, a backoff, a TTL). */
   readonly delayed: number;
   /** `add` calls and fired timers. */
   readonly adds: number;
@@ -84,10 +91,8 @@ export const sumQueueMetrics = (queues: ReadonlyArray<WorkQueueMetrics>): WorkQu
 
 export interface WorkQueue {
   readonly add: (key: string) => Effect.Effect<void>;
-  /** Adds `key` after `delay`, replacing its pending timer; a delay ≤ 0 adds it now. */
-  readonly addAfter: (key: string, delay: Duration.Input) => Effect.Effect<void>;
-  /** Drops the pending timer of `key`, if any. */
-  readonly cancelAfter: (key: string) => Effect.Effect<void>;
+  /** The due source may have an earlier time than the one the timer sleeps for: look again. */
+  readonly dueChanged: Effect.Effect<void>;
   /** Stops the queue; completes when the workers have stopped. Idempotent. */
   readonly shutdown: Effect.Effect<void>;
   readonly metrics: () => WorkQueueMetrics;
@@ -101,9 +106,8 @@ export const makeWorkQueue = <E, R>(
     /** Keys that must run (again): waiting in `ready`, or marked while processing. Value: first add time. */
     const dirty = new Map<string, number>();
     const processing = new Set<string>();
-    /** Each key's pending `addAfter` time. */
-    const pending = new DueTimes();
-    /** Completed to wake the timer fiber early (a timer due before the one it sleeps for). */
+    const due = options.due;
+    /** Completed to wake the timer fiber early (a time due before the one it sleeps for). */
     let wake = yield* Deferred.make<void>();
     let wakeAt = Number.POSITIVE_INFINITY;
     let stopping = false;
@@ -132,31 +136,21 @@ export const makeWorkQueue = <E, R>(
         if (!processing.has(key)) Queue.offerUnsafe(ready, key);
       });
 
-    const cancelAfter = (key: string): Effect.Effect<void> => Effect.sync(() => pending.delete(key));
-
-    const addAfter = (key: string, delay: Duration.Input): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        if (stopping) return;
-        const ms = Duration.toMillis(Duration.fromInputUnsafe(delay));
-        if (!(ms > 0)) {
-          pending.delete(key);
-          return yield* add(key);
-        }
-        const at = (yield* Clock.currentTimeMillis) + ms;
-        pending.set(key, at);
-        if (at < wakeAt) yield* Deferred.succeed(wake, undefined);
-      });
+    const dueChanged: Effect.Effect<void> = Effect.suspend(() => {
+      const next = due?.nextDue();
+      return !stopping && next !== undefined && next < wakeAt
+        ? Deferred.succeed(wake, undefined)
+        : Effect.void;
+    });
 
     /** Sleeps until the earliest due time (or a wake-up), then adds the keys that are due. */
     const timer = Effect.gen(function* () {
+      if (due === undefined) return;
       for (;;) {
         wake = yield* Deferred.make<void>();
         const now = yield* Clock.currentTimeMillis;
-        for (const key of pending.takeDue(now)) {
-          options.fired?.(key);
-          yield* add(key);
-        }
-        const next = pending.next();
+        for (const key of due.takeDue(now)) yield* add(key);
+        const next = due.nextDue();
         wakeAt = next ?? Number.POSITIVE_INFINITY;
         yield* next === undefined
           ? Deferred.await(wake)
@@ -210,7 +204,6 @@ export const makeWorkQueue = <E, R>(
     const shutdown: Effect.Effect<void> = Effect.suspend(() => {
       if (stopping) return Deferred.await(stopped);
       stopping = true;
-      pending.clear();
       return Effect.gen(function* () {
         yield* Fiber.interrupt(timerFiber);
         yield* Queue.clear(ready);
@@ -231,14 +224,13 @@ export const makeWorkQueue = <E, R>(
 
     return {
       add,
-      addAfter,
-      cancelAfter,
+      dueChanged,
       shutdown,
       metrics: () => ({
         ...counts,
         depth: Queue.sizeUnsafe(ready),
         inFlight: processing.size,
-        delayed: pending.size,
+        delayed: due?.dueCount ?? 0,
       }),
     } satisfies WorkQueue;
   });

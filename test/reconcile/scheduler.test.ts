@@ -80,7 +80,7 @@ describe("the scheduler", () => {
     const first = m.start("ns/a", task("a", "InProgress"), noPeers, 0, "r1");
     if (first === undefined) throw new Error("the first pass must start");
     m.calling(first, "execute");
-    const aborted = m.stopped(first, kept, true);
+    const aborted = m.stopped(first, kept, true, 0);
     expect(aborted.delayMs).toBe(Math.max(config.minRequeueMs, config.backoffBaseMs));
     const second = m.start("ns/a", task("a", "InProgress"), noPeers, 1, "r2");
     expect(second?.kept).toBe(kept);
@@ -157,7 +157,12 @@ describe("the scheduler", () => {
     // A pass that ends after its task's deletion leaves nothing behind.
     const late = m.start("ns/c", task("c", "InProgress"), noPeers, 0, "r3");
     if (late === undefined) throw new Error("c must start");
-    m.stopped(late, { known: { phase: "execute", outcome: { kind: "completed", description: "d" } } }, false);
+    m.stopped(
+      late,
+      { known: { phase: "execute", outcome: { kind: "completed", description: "d" } } },
+      false,
+      0,
+    );
     expect(m.remembered).toBe(0);
   });
 
@@ -202,10 +207,44 @@ describe("the scheduler", () => {
     expect(m.skipsEcho("ns/a", "8")).toBe(false);
     // Anything else that woke it (a timer, a peer, a resync) runs it, whatever the version.
     m.note("ns/a", "object changed");
-    m.timerFired("ns/a");
+    m.note("ns/a", "timer: poll");
     expect(m.skipsEcho("ns/a", "7")).toBe(false);
     m.note("ns/a", "peer changed");
     expect(m.skipsEcho("ns/a", "7")).toBe(false);
+  });
+
+  it("hands out a due key with the reason its time was set, once; a settled task is due at its TTL", () => {
+    const m = memory();
+    const a = m.start("ns/a", task("a", "InProgress", { group: "g-a" }), noPeers, 0, "r1");
+    if (a === undefined) throw new Error("a must start");
+    m.ended(a, backoff, 1, true);
+    m.changed({ type: "ADDED", facts: task("s", "Succeeded"), now: 1 });
+    const ttl = Date.parse("2026-11-24T00:00:00Z") + 3_600_000;
+    expect(m.nextDue()).toBe(41);
+    expect(m.takeDue(40)).toEqual([]);
+    expect(m.takeDue(41)).toEqual(["ns/a"]);
+    expect(m.takeDue(41)).toEqual([]);
+    expect(m.start("ns/a", task("a", "InProgress", { group: "g-a" }), noPeers, 41, "r2")?.trigger).toBe(
+      "timer: backoff",
+    );
+    expect(m.nextDue()).toBe(ttl);
+    expect(m.takeDue(ttl)).toEqual(["ns/s"]);
+    expect(m.start("ns/s", task("s", "Succeeded"), noPeers, ttl, "r3")?.trigger).toBe("timer: ttl");
+    expect(m.dueCount).toBe(0);
+  });
+
+  it("forgets why a key was woken once its object is gone: a new object under the name starts afresh", () => {
+    const m = memory();
+    m.changed({ type: "ADDED", facts: task("a", "InProgress"), now: 0 });
+    const first = m.start("ns/a", task("a", "InProgress"), noPeers, 0, "r0");
+    if (first === undefined) throw new Error("a must start");
+    m.ended(first, awaitChange, 0, true);
+    m.changed({ type: "MODIFIED", facts: task("a", "InProgress", { deleting: true }), now: 1 });
+    // The pass that change woke never runs: the object is gone first.
+    m.changed({ type: "DELETED", facts: task("a", "InProgress", { deleting: true }), now: 2 });
+    const renewed = { ...task("a"), metadata: { ...task("a").metadata, uid: "uid-a2" } };
+    m.changed({ type: "ADDED", facts: renewed, now: 3 });
+    expect(m.start("ns/a", renewed, noPeers, 3, "r1")?.trigger).toBe("object added");
   });
 
   it("does not skip after a pass whose writes may have carried someone else's change", () => {

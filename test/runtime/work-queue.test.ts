@@ -1,9 +1,10 @@
-// The keyed work queue under TestClock: dedupe, one run per key at a time, bounded concurrency, timer
-// replacement, failures, graceful shutdown. Deterministic: no real sleeps.
+// The keyed work queue under TestClock: dedupe, one run per key at a time, bounded concurrency, adds
+// from a due source, failures, graceful shutdown. Deterministic: no real sleeps.
 import { assert, describe, it } from "@effect/vitest";
 import { Deferred, Effect, Exit, Fiber, Scope } from "effect";
 import { TestClock } from "effect/testing";
-import { makeWorkQueue } from "../../src/runtime/work-queue.ts";
+import { DueTimes } from "../../src/reconcile/due-times.ts";
+import { type DueSource, makeWorkQueue } from "../../src/runtime/work-queue.ts";
 
 /** Lets forked fibers run until they block (no virtual time passes). */
 const settle = Effect.gen(function* () {
@@ -119,12 +120,27 @@ describe("work queue: dedupe and per-key exclusion", () => {
   );
 });
 
-describe("work queue: addAfter", () => {
-  it.effect("fires after the delay, as an add", () =>
+/** A due source as the scheduler is one: a store of one due time per key (src/reconcile/due-times.ts). */
+const dueSource = () => {
+  const times = new DueTimes();
+  const source: DueSource = {
+    nextDue: () => times.next(),
+    takeDue: (now) => times.takeDue(now),
+    get dueCount() {
+      return times.size;
+    },
+  };
+  return { times, source };
+};
+
+describe("work queue: due times", () => {
+  it.effect("adds a key when its due time comes, and not before", () =>
     Effect.gen(function* () {
       const c = counting();
-      const queue = yield* makeWorkQueue({ concurrency: 1, process: c.process });
-      yield* queue.addAfter("a", "10 seconds");
+      const { times, source } = dueSource();
+      const queue = yield* makeWorkQueue({ concurrency: 1, process: c.process, due: source });
+      times.set("a", 10_000);
+      yield* queue.dueChanged;
       assert.strictEqual(queue.metrics().delayed, 1);
       yield* TestClock.adjust("9999 millis");
       yield* settle;
@@ -136,51 +152,52 @@ describe("work queue: addAfter", () => {
     }),
   );
 
-  it.effect("a later addAfter replaces the pending timer, whether later or sooner", () =>
+  it.effect("told of an earlier due time, wakes for it; a time due already runs at once", () =>
     Effect.gen(function* () {
       const c = counting();
-      const queue = yield* makeWorkQueue({ concurrency: 1, process: c.process });
-      yield* queue.addAfter("later", "10 seconds");
-      yield* queue.addAfter("later", "60 seconds");
-      yield* queue.addAfter("sooner", "60 seconds");
-      yield* queue.addAfter("sooner", "5 seconds");
+      const { times, source } = dueSource();
+      const queue = yield* makeWorkQueue({ concurrency: 1, process: c.process, due: source });
+      times.set("late", 60_000);
+      yield* queue.dueChanged;
+      yield* settle;
+      // The timer sleeps for 60 s; an earlier time must wake it.
+      times.set("soon", 5_000);
+      yield* queue.dueChanged;
+      times.set("now", 0);
+      yield* queue.dueChanged;
+      yield* settle;
+      assert.deepStrictEqual(c.runs, ["now"]);
       yield* TestClock.adjust("5 seconds");
       yield* settle;
-      assert.deepStrictEqual(c.runs, ["sooner"]);
-      yield* TestClock.adjust("5 seconds");
+      assert.deepStrictEqual(c.runs, ["now", "soon"]);
+      yield* TestClock.adjust("55 seconds");
       yield* settle;
-      assert.deepStrictEqual(c.runs, ["sooner"]);
-      yield* TestClock.adjust("50 seconds");
-      yield* settle;
-      assert.deepStrictEqual(c.runs, ["sooner", "later"]);
-      yield* TestClock.adjust("1 hour");
-      yield* settle;
-      assert.deepStrictEqual(c.runs, ["sooner", "later"]);
+      assert.deepStrictEqual(c.runs, ["now", "soon", "late"]);
     }),
   );
 
-  it.effect("cancelAfter drops the timer; a delay of zero adds at once", () =>
+  it.effect("a due time dropped at the source does not fire", () =>
     Effect.gen(function* () {
       const c = counting();
-      const queue = yield* makeWorkQueue({ concurrency: 1, process: c.process });
-      yield* queue.addAfter("a", "10 seconds");
-      yield* queue.cancelAfter("a");
-      yield* queue.addAfter("b", "10 seconds");
-      yield* queue.addAfter("b", 0);
+      const { times, source } = dueSource();
+      const queue = yield* makeWorkQueue({ concurrency: 1, process: c.process, due: source });
+      times.set("a", 10_000);
+      yield* queue.dueChanged;
       yield* settle;
-      assert.deepStrictEqual(c.runs, ["b"]);
+      times.delete("a");
       yield* TestClock.adjust("1 minute");
       yield* settle;
-      assert.deepStrictEqual(c.runs, ["b"]);
-      assert.strictEqual(queue.metrics().delayed, 0);
+      assert.deepStrictEqual(c.runs, []);
     }),
   );
 
-  it.effect("an immediate add does not cancel a pending timer", () =>
+  it.effect("an immediate add leaves a due time in place", () =>
     Effect.gen(function* () {
       const c = counting();
-      const queue = yield* makeWorkQueue({ concurrency: 1, process: c.process });
-      yield* queue.addAfter("a", "10 seconds");
+      const { times, source } = dueSource();
+      const queue = yield* makeWorkQueue({ concurrency: 1, process: c.process, due: source });
+      times.set("a", 10_000);
+      yield* queue.dueChanged;
       yield* queue.add("a");
       yield* settle;
       yield* TestClock.adjust("10 seconds");
@@ -189,12 +206,14 @@ describe("work queue: addAfter", () => {
     }),
   );
 
-  it.effect("a timer firing while its key runs marks it to run again afterwards", () =>
+  it.effect("a key due while it runs is marked to run again afterwards", () =>
     Effect.gen(function* () {
       const r = recorder();
-      const queue = yield* makeWorkQueue({ concurrency: 2, process: r.process });
+      const { times, source } = dueSource();
+      const queue = yield* makeWorkQueue({ concurrency: 2, process: r.process, due: source });
       yield* queue.add("a");
-      yield* queue.addAfter("a", "1 second");
+      times.set("a", 1_000);
+      yield* queue.dueChanged;
       yield* settle;
       yield* TestClock.adjust("1 second");
       yield* settle;
@@ -250,13 +269,15 @@ describe("work queue: failures and metrics", () => {
 });
 
 describe("work queue: shutdown", () => {
-  it.effect("stops taking keys, lets runs in flight finish, drops waiting keys and timers", () =>
+  it.effect("stops taking keys, lets runs in flight finish, drops waiting keys and fires no due time", () =>
     Effect.gen(function* () {
       const runs: string[] = [];
       const finished: string[] = [];
+      const { times, source } = dueSource();
       const queue = yield* makeWorkQueue({
         concurrency: 1,
         shutdownTimeout: "30 seconds",
+        due: source,
         process: (key: string) =>
           Effect.sync(() => void runs.push(key)).pipe(
             Effect.andThen(Effect.sleep("10 seconds")),
@@ -265,18 +286,20 @@ describe("work queue: shutdown", () => {
       });
       yield* queue.add("a");
       yield* queue.add("b");
-      yield* queue.addAfter("c", "5 seconds");
+      times.set("c", 5_000);
+      yield* queue.dueChanged;
       yield* settle;
       const stopping = yield* Effect.forkChild(queue.shutdown);
       yield* settle;
       yield* queue.add("d");
+      times.set("e", 0);
+      yield* queue.dueChanged;
       yield* TestClock.adjust("10 seconds");
       yield* Fiber.join(stopping);
       yield* TestClock.adjust("1 minute");
       yield* settle;
       assert.deepStrictEqual(runs, ["a"]);
       assert.deepStrictEqual(finished, ["a"]);
-      assert.strictEqual(queue.metrics().delayed, 0);
       yield* queue.shutdown; // idempotent
     }),
   );

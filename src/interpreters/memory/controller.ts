@@ -10,8 +10,9 @@
  * its peers when what they read changed.
  *
  * Over 400 lines, knowingly: the commands tests drive (crashes, parked and orphaned calls, faults)
- * and the driving they disturb share one ready queue, one timer map and one scheduler, and splitting
- * them would hand those around. The writes themselves are performed in memory-writes.ts.
+ * and the driving they disturb share one ready queue and one scheduler, and splitting them would hand
+ * those around. The writes themselves are performed in memory-writes.ts; the due times are the
+ * scheduler's (advancing the fake clock runs the keys it answers due).
  */
 import { isTerminal } from "../../api/status.ts";
 import type { PassEnd, TaskEffect } from "../../effects/task-effect.ts";
@@ -90,7 +91,6 @@ export class SimulatedController<Task> {
 
   readonly #options: SimulatedControllerOptions<Task>;
   readonly #ready: string[] = [];
-  readonly #timers = new Map<string, number>();
   #scheduler: TaskScheduler<KeptCall>;
   /** The resourceVersion each key's last normally ended pass left behind, and when that pass ended. */
   readonly #settled = new Map<string, { readonly resourceVersion: string; readonly at: number }>();
@@ -126,29 +126,28 @@ export class SimulatedController<Task> {
     return count;
   }
 
-  /** Moves the clock forward by `ms`, firing timers in order and running what they make ready. */
+  /** Moves the clock forward by `ms`, running the keys the scheduler has due, in time order. */
   advanceAndRun(ms: number): void {
+    const { clock } = this.#options;
     // Work that is ready now runs now, before time moves.
     this.runUntilIdle();
-    const target = this.#options.clock.now() + ms;
-    for (;;) {
-      const due = [...this.#timers.entries()].filter(([, at]) => at <= target).sort((a, b) => a[1] - b[1])[0];
-      if (due === undefined) break;
-      const [key, at] = due;
-      this.#options.clock.set(Math.max(at, this.#options.clock.now()));
-      this.#timers.delete(key);
-      this.#scheduler.timerFired(key);
-      this.#enqueue(key);
+    const target = clock.now() + ms;
+    for (
+      let at = this.#scheduler.nextDue();
+      at !== undefined && at <= target;
+      at = this.#scheduler.nextDue()
+    ) {
+      clock.set(Math.max(at, clock.now()));
+      for (const key of this.#scheduler.takeDue(clock.now())) this.#enqueue(key);
       this.runUntilIdle();
     }
-    this.#options.clock.set(target);
+    clock.set(target);
     this.runUntilIdle();
   }
 
-  /** The earliest pending timer, if any. */
+  /** The earliest due time of any task, if any. */
   nextTimer(): number | undefined {
-    const times = [...this.#timers.values()];
-    return times.length === 0 ? undefined : Math.min(...times);
+    return this.#scheduler.nextDue();
   }
 
   /** Crash after `effects` more effects have been performed (0: before the next one). */
@@ -170,7 +169,6 @@ export class SimulatedController<Task> {
     for (const kept of this.#scheduler.unwrittenResults())
       if (kept.call !== undefined) kept.call.dropped ??= "crash";
     this.#ready.length = 0;
-    this.#timers.clear();
     this.#scheduler = new TaskScheduler({ config: this.#options.config, supported: this.#options.supported });
     this.#parked.clear();
     this.#orphans.length = 0;
@@ -270,8 +268,7 @@ export class SimulatedController<Task> {
     if (facts === undefined) return;
     const own = this.#writes.isOwn(facts.metadata.resourceVersion);
     const now = this.#options.clock.now();
-    const { wake, orphaned, due } = this.#scheduler.changed({ type: event.type, facts, own, now });
-    if (due !== undefined) this.#timers.set(due.key, due.at);
+    const { wake, orphaned } = this.#scheduler.changed({ type: event.type, facts, own, now });
     if (orphaned !== undefined) {
       const key = `${facts.metadata.namespace}/${facts.metadata.name}`;
       const parked = this.#parked.get(key);
@@ -413,9 +410,8 @@ export class SimulatedController<Task> {
         // A failed write ends the pass; the result it carried is kept (never re-asked), and it backs off.
         const unwritten = last.pass.unwritten;
         const kept = unwritten === undefined ? undefined : { known: unwritten, call: running.call };
-        const { delayMs, wake } = this.#scheduler.stopped(running, kept, this.#exists(running));
-        this.#timers.set(running.key, this.#options.clock.now() + delayMs);
-        this.#enqueueAll(wake);
+        const now = this.#options.clock.now();
+        this.#enqueueAll(this.#scheduler.stopped(running, kept, this.#exists(running), now).wake);
         return;
       }
     }
@@ -526,10 +522,7 @@ export class SimulatedController<Task> {
     const resourceVersion = metadataOf(running.object).resourceVersion;
     if (typeof resourceVersion === "string")
       this.#settled.set(running.key, { resourceVersion, at: clock.now() });
-    const wake = this.#scheduler.ended(running, end, clock.now(), this.#exists(running));
-    if (end._tag === "RequeueAfter") this.#timers.set(running.key, clock.now() + end.delayMs);
-    else this.#timers.delete(running.key);
-    this.#enqueueAll(wake);
+    this.#enqueueAll(this.#scheduler.ended(running, end, clock.now(), this.#exists(running)));
   }
 
   /** Whether a task is finished (Succeeded, Failed, Rejected) or gone, for checks. */

@@ -1,6 +1,6 @@
 import { fc, test } from "@fast-check/vitest";
 import { describe, expect } from "vitest";
-import { DueTimes } from "../../src/runtime/due-times.ts";
+import { DueTimes } from "../../src/reconcile/due-times.ts";
 
 type Op =
   | { readonly op: "set"; readonly key: string; readonly at: number }

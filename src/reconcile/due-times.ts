@@ -1,5 +1,7 @@
 /**
- * One due time per key, and the keys whose time has come: the timer bookkeeping of the work queue.
+ * One due time per key, and the keys whose time has come: the store of the scheduler's timed passes
+ * (requeue, backoff, TTL). Setting a key's time replaces the one it had, sooner or later: the last
+ * decision wins.
  *
  * A binary min-heap of (time, key) with lazy deletion: replacing or cancelling a key's time only
  * updates the map, and stale heap entries are skipped when they surface (and dropped in one rebuild
@@ -21,10 +23,6 @@ export class DueTimes {
     return this.#due.size;
   }
 
-  has(key: string): boolean {
-    return this.#due.has(key);
-  }
-
   /** Sets (or replaces) the due time of `key`. */
   set(key: string, at: number): void {
     this.#due.set(key, at);
@@ -34,11 +32,6 @@ export class DueTimes {
 
   delete(key: string): void {
     this.#due.delete(key);
-  }
-
-  clear(): void {
-    this.#due.clear();
-    this.#heap = [];
   }
 
   /** The earliest due time, if any. */
