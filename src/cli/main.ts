@@ -47,7 +47,12 @@ const task =
     return command(argv);
   };
 const commands: Record<string, Command> = {
-  controller: async (argv) => (await import("./controller-command.ts")).controllerCommand(argv),
+  controller: async (argv) => {
+    // Before the controller's code loads: V8's heap settings apply from here on (v8-flags.ts).
+    const v8Error = (await import("./v8-flags.ts")).applyV8Flags(process.env);
+    if (v8Error !== undefined) throw new OptionError(v8Error);
+    return (await import("./controller-command.ts")).controllerCommand(argv);
+  },
   dev: async (argv) => (await import("./dev-command.ts")).devCommand(argv),
   machine: async (argv) => (await import("./machine-command.ts")).machineCommand(argv),
   completion: async (argv) => (await import("./completion-command.ts")).completionCommand(argv),
