@@ -27,6 +27,14 @@ export interface BurstRun {
   /** Requests per task during the burst, by verb and resource (audit log). */
   readonly burstDetail: string;
   readonly startCpuMs: number;
+  /** RSS once started and quiet, before any task. */
+  readonly startRss: number;
+}
+
+/** Node's own floor with the Deployment's flags (bench/node-floor.ts). */
+export interface NodeFloor {
+  readonly peakRss: number;
+  readonly cpuMsPerRequest: number;
 }
 
 export interface CacheRun {
@@ -55,6 +63,7 @@ export interface ReportInput {
   readonly bursts: readonly BurstRun[];
   readonly caches: readonly CacheRun[];
   readonly problems: readonly string[];
+  readonly floor: NodeFloor | undefined;
   /** The machine: CPUs, Node, load at start and end. */
   readonly machine: string;
   readonly wallSeconds: number;
@@ -157,6 +166,11 @@ export const printReport = (input: ReportInput): void => {
       of: (w) => burstsOf(w).map((r) => r.startCpuMs / 1000),
     },
     {
+      figure: "RSS started with no tasks (Etcds only), MB",
+      digits: 1,
+      of: (w) => burstsOf(w).map((r) => mb(r.startRss)),
+    },
+    {
       figure: `RSS with ${fmt(params.cacheTasks, 0)} settled tasks cached, MB (after ${params.idleSeconds} s idle)`,
       digits: 1,
       of: (w) => cachesOf(w).map((r) => mb(r.rss)),
@@ -199,6 +213,10 @@ export const printReport = (input: ReportInput): void => {
       console.log(`- ${which} requests per task in the burst: ${run.burstDetail}`);
       console.log(`- ${which} idle requests: ${run.idleDetail}`);
     }
+  if (input.floor !== undefined)
+    console.log(
+      `- Node's floor (bench/node-floor.ts: the Deployment's Node flags, node:https only, GETs to the same apiserver, no opstask code): peak RSS ${fmt(mb(input.floor.peakRss), 1)} MB, CPU ${fmt(input.floor.cpuMsPerRequest, 2)} ms per request`,
+    );
   if (problems.length > 0) {
     console.log("\n## Problems seen\n");
     for (const problem of problems) console.log(`- ${problem}`);

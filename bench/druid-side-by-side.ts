@@ -14,6 +14,8 @@
  *   4. Idle: every request the controller makes in `--idle-seconds` with everything settled.
  *   5. Restart on `--cache-tasks` settled tasks (copies of a task that controller itself ran to
  *      Succeeded, made while no controller runs): CPU from process start until quiet, RSS once idle.
+ *   6. Node's floor (bench/node-floor.ts): a process with opstask's Deployment environment that only
+ *      loads node:https and sends GETs to the same apiserver: the least any Node controller holds.
  *
  * Controllers as deployed: opstask is the bundled CLI with the Deployment's NODE_OPTIONS and its
  * ServiceAccount and RBAC (deploy/); druid is its binary with its chart's RBAC and default operator
@@ -33,7 +35,8 @@
  * `--cpu-prof DIR` runs opstask with --cpu-prof into DIR (one profile per process, on exit) and takes
  * a heap snapshot of it with the settled tasks cached; bench/profile-summary.ts reads both.
  */
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -56,7 +59,7 @@ import {
   TaskWatch,
   waitUntil,
 } from "./cluster-support.ts";
-import { type BurstRun, type CacheRun, printReport } from "./druid-report.ts";
+import { type BurstRun, type CacheRun, type NodeFloor, printReport } from "./druid-report.ts";
 import {
   clearNamespace,
   createEtcds,
@@ -184,7 +187,9 @@ const runBurst = async (which: Which, round: number): Promise<void> => {
   });
   try {
     if (!(await waitQuiet(audit, user, controller.pid))) problems.push(`${which}: not quiet after start`);
-    const startCpuMs = procSample(controller.pid)?.cpuMs ?? Number.NaN;
+    const started = procSample(controller.pid);
+    const startCpuMs = started?.cpuMs ?? Number.NaN;
+    const startRss = started?.rss ?? Number.NaN;
     const succeeded = (name: string) => watch.tasks.get(name)?.succeededAt !== undefined;
     const spec = (name: string, ttl: number) => ({ name, etcdName: `etcd-${name}`, ttl });
 
@@ -294,6 +299,7 @@ const runBurst = async (which: Which, round: number): Promise<void> => {
         .map(([key, n]) => `${key} ${fmt(n / burst.length, 2)}`)
         .join(", "),
       startCpuMs,
+      startRss,
     });
   } finally {
     watch.stop();
@@ -361,7 +367,32 @@ const runCache = async (which: Which): Promise<void> => {
   }
 };
 
+/** Node's floor with the Deployment's environment (bench/node-floor.ts), on the same apiserver. */
+const measureFloor = (): NodeFloor | undefined => {
+  const caFile = join(scratch, "floor-ca.pem");
+  writeFileSync(caFile, plane.caPem);
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    ...deployedEnv(),
+    ...(params.opstaskNodeOptions === undefined ? {} : { NODE_OPTIONS: params.opstaskNodeOptions }),
+  };
+  const run = spawnSync(
+    process.execPath,
+    [join(repoRoot, "bench/node-floor.ts"), plane.server, plane.token, caFile, "200"],
+    { encoding: "utf8", env, timeout: 60_000 },
+  );
+  const line = run.stdout.trim().split("\n").at(-1) ?? "";
+  try {
+    return JSON.parse(line) as NodeFloor;
+  } catch {
+    problems.push(`Node's floor did not measure: ${run.stderr.trim().slice(0, 500) || `exit ${run.status}`}`);
+    return undefined;
+  }
+};
+let floor: NodeFloor | undefined;
+
 try {
+  floor = measureFloor();
   for (let round = 1; round <= params.rounds; round += 1) {
     // Alternate who goes first, so that neither always meets the fresher apiserver.
     const order = round % 2 === 1 ? controllers : [...controllers].reverse();
@@ -384,6 +415,7 @@ printReport({
   bursts,
   caches,
   problems,
+  floor,
   machine: `opstask NODE_OPTIONS \`${params.opstaskNodeOptions ?? deployedEnv().NODE_OPTIONS ?? ""}\`; ${cpus().length} CPUs, Node ${process.version}; load ${fmt(loadAtStart, 2)} → ${fmt(loadavg()[0] ?? 0, 2)}`,
   wallSeconds: (performance.now() - began) / 1000,
 });
