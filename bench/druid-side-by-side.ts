@@ -40,6 +40,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { bundle } from "../scripts/bundle.ts";
 import { startControlPlane } from "../src/devcluster/control-plane.ts";
 import { Mode, startStandIn } from "../test/etcd/support/stand-in.ts";
 import { type AuditedRequest, auditLog, isWrite } from "../test/support/audit-log.ts";
@@ -368,7 +369,9 @@ const runCache = async (which: Which): Promise<void> => {
 };
 
 /** Node's floor with the Deployment's environment (bench/node-floor.ts), on the same apiserver. */
-const measureFloor = (): NodeFloor | undefined => {
+const measureFloor = async (): Promise<NodeFloor | undefined> => {
+  // Bundled, as the controller is: --jitless leaves Node no WebAssembly, so no TypeScript stripping.
+  const entry = await bundle("bench/node-floor.ts", ".build/node-floor");
   const caFile = join(scratch, "floor-ca.pem");
   writeFileSync(caFile, plane.caPem);
   const env = {
@@ -376,11 +379,11 @@ const measureFloor = (): NodeFloor | undefined => {
     ...deployedEnv(),
     ...(params.opstaskNodeOptions === undefined ? {} : { NODE_OPTIONS: params.opstaskNodeOptions }),
   };
-  const run = spawnSync(
-    process.execPath,
-    [join(repoRoot, "bench/node-floor.ts"), plane.server, plane.token, caFile, "200"],
-    { encoding: "utf8", env, timeout: 60_000 },
-  );
+  const run = spawnSync(process.execPath, [entry, plane.server, plane.token, caFile, "200"], {
+    encoding: "utf8",
+    env,
+    timeout: 60_000,
+  });
   const line = run.stdout.trim().split("\n").at(-1) ?? "";
   try {
     return JSON.parse(line) as NodeFloor;
@@ -392,7 +395,7 @@ const measureFloor = (): NodeFloor | undefined => {
 let floor: NodeFloor | undefined;
 
 try {
-  floor = measureFloor();
+  floor = await measureFloor();
   for (let round = 1; round <= params.rounds; round += 1) {
     // Alternate who goes first, so that neither always meets the fresher apiserver.
     const order = round % 2 === 1 ? controllers : [...controllers].reverse();
