@@ -26,6 +26,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime";
 import * as References from "effect/References";
 import * as Scope from "effect/Scope";
 import type { HandlerRegistry } from "../handlers/handler.ts";
+import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { type FaultCounter, KubeFaults } from "../interpreters/kubernetes/fault-counter.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { withFieldManager } from "../kube/field-manager.ts";
@@ -37,6 +38,7 @@ import { lifecycleConfig } from "../reconcile/defaults.ts";
 import type { ResourceRef, TaskKind } from "../reconcile/task-kind.ts";
 import { ContactCounter } from "../runtime/api-contact.ts";
 import { type ControllerHandle, type ControllerStats, runController } from "../runtime/controller.ts";
+import { queuedEventRecorder } from "../runtime/event-queue.ts";
 import type { GroupObjects } from "../runtime/group-objects.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, metricLabelOf, noObserver } from "../runtime/metrics.ts";
@@ -299,6 +301,8 @@ export const runTaskController = async <Task, R = never>(
         Effect.forkScoped,
       );
     }
+    // Events leave the pass at once and are created beside it (runtime/event-queue.ts).
+    const events = yield* queuedEventRecorder(yield* EventRecorder);
     for (const namespace of namespaces) {
       handles.push(
         yield* runController({
@@ -314,7 +318,7 @@ export const runTaskController = async <Task, R = never>(
           ...(options.groupResource === undefined ? {} : { groupResource: options.groupResource }),
           ...(options.groupObjects === undefined ? {} : { groupObjects: options.groupObjects }),
           ...(observer === undefined ? {} : { observer }),
-        }),
+        }).pipe(Effect.provideService(EventRecorder, events)),
       );
     }
     yield* Effect.forEach(handles, (handle) => handle.synced, { discard: true }).pipe(

@@ -38,6 +38,8 @@ export interface TaskEvent {
   readonly note: string;
   /** What was done or failed (≤ 128 characters); defaults to `reason`. */
   readonly action?: string;
+  /** When it happened (ms since the epoch); default: when it is recorded (a queue sends it later). */
+  readonly at?: number;
 }
 
 export class EventRecorder extends Context.Service<
@@ -108,7 +110,7 @@ export const makeEventRecorder = (options: EventRecorderOptions): EventRecorder[
           apiVersion: "events.k8s.io/v1",
           kind: "Event",
           metadata: { name: eventName(subject.name), namespace: subject.namespace },
-          eventTime: microTime(yield* Clock.currentTimeMillis),
+          eventTime: microTime(event.at ?? (yield* Clock.currentTimeMillis)),
           reportingController,
           reportingInstance,
           action: (event.action ?? event.reason).slice(0, 128),

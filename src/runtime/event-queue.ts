@@ -1,0 +1,81 @@
+/**
+ * Events off the pass's path. An Event is best effort, but creating one is an API request (and, when
+ * the apiserver throttles Events, up to 3 retries within 10 s): recorded inline, it held the pass, and
+ * with it one of the controller's few concurrent slots, for a write the task's lifecycle does not wait
+ * on. client-go's recorder hands Events to a buffered channel for the same reason.
+ *
+ * Here `record` puts the Event in a bounded queue and returns; a few sender fibers create them in the
+ * order they were queued (several at once, so one slow create does not hold the others; each Event keeps
+ * the time it happened). A full queue drops the Event, counted as a dropped Event fault and logged at
+ * WARN: the controller's memory stays bounded when the apiserver refuses Events for a long time. When
+ * the scope closes (the controller stops), what is queued is still sent, for at most `drainTimeout`.
+ */
+import * as Clock from "effect/Clock";
+import * as Duration from "effect/Duration";
+import * as Effect from "effect/Effect";
+import * as Queue from "effect/Queue";
+import type * as Scope from "effect/Scope";
+import type { EventRecorder, EventSubject, TaskEvent } from "../interpreters/kubernetes/event-recorder.ts";
+import { recordFault } from "../interpreters/kubernetes/fault-counter.ts";
+
+export interface EventQueueOptions {
+  /** Events waiting to be sent, at most (default 1,000: ~1.5 MB, each note is capped at 1 KB). */
+  readonly capacity?: number;
+  /** Events created at once (default 4). */
+  readonly senders?: number;
+  /** How long a stopping controller still sends what is queued (default 5 s). */
+  readonly drainTimeout?: Duration.Input;
+}
+
+interface Queued {
+  readonly subject: EventSubject;
+  readonly event: TaskEvent;
+}
+
+/** `recorder` behind a bounded queue, its senders running in the caller's scope. */
+export const queuedEventRecorder = (
+  recorder: EventRecorder["Service"],
+  options: EventQueueOptions = {},
+): Effect.Effect<EventRecorder["Service"], never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const queue = yield* Queue.dropping<Queued>(Math.max(1, options.capacity ?? 1_000));
+    let sending = 0;
+    const sender = Queue.take(queue).pipe(
+      Effect.tap(() =>
+        Effect.sync(() => {
+          sending += 1;
+        }),
+      ),
+      Effect.flatMap(({ subject, event }) =>
+        recorder.record(subject, event).pipe(
+          Effect.ensuring(
+            Effect.sync(() => {
+              sending -= 1;
+            }),
+          ),
+        ),
+      ),
+      Effect.forever,
+    );
+    for (let i = 0; i < Math.max(1, options.senders ?? 4); i += 1) yield* Effect.forkScoped(sender);
+    // Added after the senders, so run before they are interrupted: the queue drains first.
+    const drained = Effect.gen(function* () {
+      while ((yield* Queue.size(queue)) > 0 || sending > 0) yield* Effect.sleep(Duration.millis(10));
+    });
+    yield* Effect.addFinalizer(() =>
+      drained.pipe(
+        Effect.timeoutOrElse({ duration: options.drainTimeout ?? "5 seconds", orElse: () => Effect.void }),
+      ),
+    );
+    return {
+      record: (subject, event) =>
+        Effect.gen(function* () {
+          const at = event.at ?? (yield* Clock.currentTimeMillis);
+          if (yield* Queue.offer(queue, { subject, event: { ...event, at } })) return;
+          yield* recordFault("event", "dropped");
+          yield* Effect.logWarning(
+            `event ${event.reason} on ${subject.namespace}/${subject.name} dropped: the Event queue is full`,
+          );
+        }),
+    };
+  });
