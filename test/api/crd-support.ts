@@ -41,12 +41,12 @@ export const druidEtcdCrd = (): JsonObject => loadCrdDocument(join(crdOutDir, Et
 
 /**
  * A directory holding etcd-druid's own CRD files (and its example task), to check that the copies in
- * the repository still equal them: `OPSTASK_DRUID_CRDS`, else ../shared/compat/druid-crds beside the
- * clone. Undefined when it has no such files: the comparison does not run.
+ * the repository still equal them: the one `OPSTASK_DRUID_CRDS` names. Undefined when it is not set or
+ * has no such files: the comparison does not run.
  */
 export const druidReferenceDir = (): string | undefined => {
-  const dir = process.env.OPSTASK_DRUID_CRDS ?? join(repoRoot, "..", "shared", "compat", "druid-crds");
-  return existsSync(join(dir, EtcdOpsTaskCrdFile)) ? dir : undefined;
+  const dir = process.env.OPSTASK_DRUID_CRDS;
+  return dir !== undefined && existsSync(join(dir, EtcdOpsTaskCrdFile)) ? dir : undefined;
 };
 
 /** The schema node at a property path (`["spec", "config", "onDemandSnapshot"]`). */

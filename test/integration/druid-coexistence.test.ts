@@ -42,7 +42,7 @@ import {
 } from "../support/druid-process.ts";
 import { installOpstask, type RunningOpstask, startOpstask } from "../support/opstask-process.ts";
 
-const lookup = await findDruid((line) => process.stderr.write(`${line}\n`), { sharedTarball: false });
+const lookup = await findDruid((line) => process.stderr.write(`${line}\n`));
 if (!lookup.found) throw new Error(lookup.reason);
 const peer = lookup.peer;
 const audit = auditLog(mkdtempSync(join(tmpdir(), "opstask-coexistence-")), [druidUser]);

@@ -5,8 +5,7 @@
  *
  *   OPSTASK_DRUID_BINARY   a built etcd-druid binary (its chart is then looked for at ../charts, or
  *                          taken from OPSTASK_DRUID_SOURCE)
- *   OPSTASK_DRUID_SOURCE   etcd-druid's source: a tarball made by `git archive` (default:
- *                          ../shared/peers/etcd-druid-*.tar.gz beside the clone) or an unpacked tree
+ *   OPSTASK_DRUID_SOURCE   etcd-druid's source: a tarball made by `git archive`, or an unpacked tree
  *
  * A tarball is unpacked and built once (`go build ./cmd`, a few minutes on 2 cores) into
  * ~/.cache/opstask/etcd-druid-<commit>/, keyed by the commit `git archive` wrote into the tarball's
@@ -14,11 +13,10 @@
  */
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createGunzip } from "node:zlib";
-import { repoRoot } from "./cluster.ts";
 
 export interface DruidPeer {
   readonly binary: string;
@@ -93,16 +91,6 @@ const run = (command: string, args: string[], cwd: string, timeoutMs: number): P
     });
   });
 
-const defaultTarball = (): string | undefined => {
-  const peers = resolve(repoRoot, "..", "shared", "peers");
-  if (!existsSync(peers)) return undefined;
-  const match = readdirSync(peers)
-    .filter((file) => /^etcd-druid-.*\.tar\.gz$/.test(file))
-    .sort()
-    .at(-1);
-  return match === undefined ? undefined : join(peers, match);
-};
-
 const hasChart = (dir: string): boolean =>
   existsSync(join(dir, "charts", "templates", "clusterrole.yaml")) && existsSync(join(dir, "charts", "crds"));
 
@@ -130,22 +118,14 @@ const buildFromTarball = async (tarball: string, log: (line: string) => void): P
 };
 
 /**
- * Finds (or builds) druid from the environment or (unless `sharedTarball: false`, as for tests, which
- * run druid only where it is given) the default tarball. Never throws for "not given"; a given path
- * that does not work is an error worth showing, so it does throw then.
+ * Finds (or builds) druid from the environment: nothing outside the repository is read unless a
+ * variable names it. Never throws for "not given"; a given path that does not work is an error worth
+ * showing, so it does throw then.
  */
-export const findDruid = async (
-  log: (line: string) => void = () => {},
-  options: { readonly sharedTarball?: boolean } = {},
-): Promise<DruidLookup> => {
+export const findDruid = async (log: (line: string) => void = () => {}): Promise<DruidLookup> => {
   const givenBinary = process.env.OPSTASK_DRUID_BINARY;
   const givenSource = process.env.OPSTASK_DRUID_SOURCE;
-  const source =
-    givenSource !== undefined && givenSource !== ""
-      ? resolve(givenSource)
-      : options.sharedTarball === false
-        ? undefined
-        : defaultTarball();
+  const source = givenSource !== undefined && givenSource !== "" ? resolve(givenSource) : undefined;
   if (source !== undefined && (givenBinary === undefined || givenBinary === "")) {
     if (!existsSync(source)) throw new Error(`OPSTASK_DRUID_SOURCE=${source}: no such file or directory`);
     if (statSync(source).isDirectory()) {
@@ -179,7 +159,6 @@ export const findDruid = async (
   }
   return {
     found: false,
-    reason:
-      "etcd-druid not given (OPSTASK_DRUID_BINARY or OPSTASK_DRUID_SOURCE, or ../shared/peers/etcd-druid-*.tar.gz beside the clone)",
+    reason: "etcd-druid not given (set OPSTASK_DRUID_BINARY or OPSTASK_DRUID_SOURCE)",
   };
 };
