@@ -27,6 +27,7 @@
 import { cpus, loadavg } from "node:os";
 import { type ControlPlane, startControlPlane } from "../src/devcluster/control-plane.ts";
 import { createTestNamespace, druidCrds } from "../test/support/cluster.ts";
+import { argValue, intArg } from "./args.ts";
 import type { Sample } from "./cluster-protocol.ts";
 import {
   byVerb,
@@ -49,16 +50,6 @@ import { bundleControllerEntry } from "./deployed-process.ts";
 
 // ---- parameters ----------------------------------------------------------------------------------
 
-const argValue = (name: string): string | undefined => {
-  const at = process.argv.indexOf(`--${name}`);
-  return at === -1 ? undefined : process.argv[at + 1];
-};
-const intArg = (name: string, fallback: number): number => {
-  const value = argValue(name);
-  const parsed = value === undefined ? fallback : Number.parseInt(value, 10);
-  if (!Number.isFinite(parsed) || parsed < 0) throw new Error(`--${name} wants a number, got ${value}`);
-  return parsed;
-};
 const params = {
   tasks: intArg("tasks", 1_000),
   concurrency: (argValue("concurrency") ?? "3")

@@ -21,13 +21,10 @@ import { createTestNamespace, repoRoot } from "../test/support/cluster.ts";
 import { findDruid } from "../test/support/druid-peer.ts";
 import { druidCrdFiles, installDruid } from "../test/support/druid-process.ts";
 import { installOpstask } from "../test/support/opstask-process.ts";
+import { argValue } from "./args.ts";
 import { fmt, sleep, taskResource, waitUntil } from "./cluster-support.ts";
 import { clearNamespace, createEtcds, parallel, startController, type Which } from "./druid-support.ts";
 
-const argValue = (name: string): string | undefined => {
-  const at = process.argv.indexOf(`--${name}`);
-  return at === -1 ? undefined : process.argv[at + 1];
-};
 const ttlTasks = Number(argValue("ttl-tasks") ?? 200);
 const pairs = Number(argValue("pairs") ?? 10);
 

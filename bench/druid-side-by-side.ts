@@ -50,6 +50,7 @@ import { type DruidPeer, findDruid } from "../test/support/druid-peer.ts";
 import { druidCrdFiles, installDruid } from "../test/support/druid-process.ts";
 import { installOpstask } from "../test/support/opstask-process.ts";
 import { procSample } from "../test/support/proc-stats.ts";
+import { argValue, intArg } from "./args.ts";
 import {
   createTasks,
   fmt,
@@ -71,16 +72,6 @@ import {
   waitQuiet,
 } from "./druid-support.ts";
 
-const argValue = (name: string): string | undefined => {
-  const at = process.argv.indexOf(`--${name}`);
-  return at === -1 ? undefined : process.argv[at + 1];
-};
-const intArg = (name: string, fallback: number): number => {
-  const value = argValue(name);
-  const parsed = value === undefined ? fallback : Number.parseInt(value, 10);
-  if (!Number.isFinite(parsed) || parsed < 0) throw new Error(`--${name} wants a number, got ${value}`);
-  return parsed;
-};
 const params = {
   tasks: intArg("tasks", 1_000),
   rounds: Math.max(1, intArg("rounds", 2)),

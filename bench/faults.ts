@@ -34,6 +34,7 @@ import { writeKubeconfig } from "../src/devcluster/kubeconfig.ts";
 import { createReadyEtcd } from "../src/devcluster/ready-etcd.ts";
 import { Mode, startStandIn } from "../test/etcd/support/stand-in.ts";
 import { createTestNamespace, repoRoot } from "../test/support/cluster.ts";
+import { argValue } from "./args.ts";
 import { type FaultSpec, faults } from "./faults-cases.ts";
 import { type FaultProxy, startFaultProxy } from "./faults-proxy.ts";
 import {
@@ -45,10 +46,6 @@ import {
   TaskPoller,
 } from "./faults-support.ts";
 
-const argValue = (name: string): string | undefined => {
-  const at = process.argv.indexOf(`--${name}`);
-  return at === -1 ? undefined : process.argv[at + 1];
-};
 const params = {
   only: argValue("only")?.split(","),
   tasks: Number(argValue("tasks") ?? 12),

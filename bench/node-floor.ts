@@ -9,14 +9,14 @@
  */
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:https";
-import { setFlagsFromString } from "node:v8";
+import { applyV8Flags } from "../src/cli/v8-flags.ts";
 
 const [server, token, caFile, count] = process.argv.slice(2);
 if (server === undefined || token === undefined || caFile === undefined)
   throw new Error("usage: node bench/node-floor.ts SERVER TOKEN CA_FILE [REQUESTS]");
-// The controller applies these at its start (src/cli/v8-flags.ts); so does the floor.
-for (const flag of (process.env.OPSTASK_V8_FLAGS ?? "").split(/\s+/).filter(Boolean))
-  setFlagsFromString(flag);
+// OPSTASK_V8_FLAGS as the controller applies it at its start.
+const v8Error = applyV8Flags(process.env);
+if (v8Error !== undefined) throw new Error(v8Error);
 const requests = Number(count ?? 200);
 const agent = new Agent({ keepAlive: true, ca: readFileSync(caFile) });
 const get = (): Promise<void> =>
