@@ -10,9 +10,12 @@
  * WARN: the controller's memory stays bounded when the apiserver refuses Events for a long time. When
  * the scope closes (the controller stops), what is queued is still sent, for at most `drainTimeout`.
  */
+
+import type * as Cause from "effect/Cause";
 import * as Clock from "effect/Clock";
-import * as Duration from "effect/Duration";
+import type * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
+import * as Fiber from "effect/Fiber";
 import * as Queue from "effect/Queue";
 import type * as Scope from "effect/Scope";
 import type { EventRecorder, EventSubject, TaskEvent } from "../interpreters/kubernetes/event-recorder.ts";
@@ -38,32 +41,20 @@ export const queuedEventRecorder = (
   options: EventQueueOptions = {},
 ): Effect.Effect<EventRecorder["Service"], never, Scope.Scope> =>
   Effect.gen(function* () {
-    const queue = yield* Queue.dropping<Queued>(Math.max(1, options.capacity ?? 1_000));
-    let sending = 0;
+    const queue = yield* Queue.dropping<Queued, Cause.Done>(Math.max(1, options.capacity ?? 1_000));
+    // Each sender ends once the queue is ended and empty (its take fails with Done).
     const sender = Queue.take(queue).pipe(
-      Effect.tap(() =>
-        Effect.sync(() => {
-          sending += 1;
-        }),
-      ),
-      Effect.flatMap(({ subject, event }) =>
-        recorder.record(subject, event).pipe(
-          Effect.ensuring(
-            Effect.sync(() => {
-              sending -= 1;
-            }),
-          ),
-        ),
-      ),
+      Effect.flatMap(({ subject, event }) => recorder.record(subject, event)),
       Effect.forever,
+      Effect.ignore,
     );
-    for (let i = 0; i < Math.max(1, options.senders ?? 4); i += 1) yield* Effect.forkScoped(sender);
-    // Added after the senders, so run before they are interrupted: the queue drains first.
-    const drained = Effect.gen(function* () {
-      while ((yield* Queue.size(queue)) > 0 || sending > 0) yield* Effect.sleep(Duration.millis(10));
-    });
+    const senders: Array<Fiber.Fiber<void>> = [];
+    for (let i = 0; i < Math.max(1, options.senders ?? 4); i += 1)
+      senders.push(yield* Effect.forkScoped(sender));
+    // Added after the senders, so run before they are interrupted: what is queued is sent first.
     yield* Effect.addFinalizer(() =>
-      drained.pipe(
+      Queue.end(queue).pipe(
+        Effect.andThen(Fiber.awaitAll(senders)),
         Effect.timeoutOrElse({ duration: options.drainTimeout ?? "5 seconds", orElse: () => Effect.void }),
       ),
     );
@@ -74,7 +65,7 @@ export const queuedEventRecorder = (
           if (yield* Queue.offer(queue, { subject, event: { ...event, at } })) return;
           yield* recordFault("event", "dropped");
           yield* Effect.logWarning(
-            `event ${event.reason} on ${subject.namespace}/${subject.name} dropped: the Event queue is full`,
+            `event ${event.reason} on ${subject.namespace}/${subject.name} dropped: the Event queue is full (or the controller is stopping)`,
           );
         }),
     };

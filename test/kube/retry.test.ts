@@ -4,12 +4,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { assert, describe, it } from "@effect/vitest";
 import { KubeConfig } from "@kubernetes/client-node";
-import { Effect, Layer, Logger, Result } from "effect";
+import { Effect, Layer, Result } from "effect";
 import { afterAll, beforeAll } from "vitest";
 import { EventRecorder } from "../../src/interpreters/kubernetes/event-recorder.ts";
-import { FaultCounter, KubeFaults } from "../../src/interpreters/kubernetes/fault-counter.ts";
 import { KubeRequests, kubernetesLayer } from "../../src/interpreters/kubernetes/layer.ts";
 import { TaskWriter } from "../../src/interpreters/kubernetes/task-writer.ts";
+import { observed } from "../support/observed-faults.ts";
 import { resource } from "./fixtures.ts";
 
 interface Seen {
@@ -253,17 +253,6 @@ describe("TaskWriter.deleteTask", () => {
 });
 
 /** Runs `program` with a fault counter and a logger that keeps the WARN lines. */
-const observed = <A, E, R>(program: (faults: FaultCounter, warnings: string[]) => Effect.Effect<A, E, R>) => {
-  const faults = new FaultCounter();
-  const warnings: string[] = [];
-  const keep = Logger.make((options: Logger.Options<unknown>) => {
-    if (options.logLevel === "Warn") warnings.push(String(options.message));
-  });
-  return program(faults, warnings).pipe(
-    Effect.provideService(KubeFaults, faults),
-    Effect.provide(Logger.layer([keep])),
-  );
-};
 
 const throttled = { code: 429, body: statusBody(429, "TooManyRequests") };
 

@@ -1,11 +1,11 @@
 // The Event queue (src/runtime/event-queue.ts): a pass hands its Event over and goes on; the queue is
 // bounded (a full one drops, counted and logged); a closing scope still sends what is queued.
 import { assert, describe, it } from "@effect/vitest";
-import { Deferred, Effect, Exit, Logger, Scope } from "effect";
+import { Deferred, Effect, Exit, Scope } from "effect";
 import { TestClock } from "effect/testing";
 import type { EventSubject, TaskEvent } from "../../src/interpreters/kubernetes/event-recorder.ts";
-import { FaultCounter, KubeFaults } from "../../src/interpreters/kubernetes/fault-counter.ts";
 import { queuedEventRecorder } from "../../src/runtime/event-queue.ts";
+import { observed } from "../support/observed-faults.ts";
 
 const subject: EventSubject = { name: "t", namespace: "ns", uid: "u", resourceVersion: "1" };
 const event = (reason: string): TaskEvent => ({ type: "Normal", reason, note: reason });
@@ -22,18 +22,6 @@ const gatedRecorder = (open: Deferred.Deferred<void>) => {
         ),
     },
   };
-};
-
-const observed = <A, E, R>(program: (faults: FaultCounter, warnings: string[]) => Effect.Effect<A, E, R>) => {
-  const faults = new FaultCounter();
-  const warnings: string[] = [];
-  const keep = Logger.make((options: Logger.Options<unknown>) => {
-    if (options.logLevel === "Warn") warnings.push(String(options.message));
-  });
-  return program(faults, warnings).pipe(
-    Effect.provideService(KubeFaults, faults),
-    Effect.provide(Logger.layer([keep])),
-  );
 };
 
 describe("queuedEventRecorder", () => {
