@@ -12,7 +12,7 @@
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -30,12 +30,11 @@ import { type BackupRestore, startBackupRestore } from "../../src/devcluster/bac
 import { type ControlPlane, startControlPlane } from "../../src/devcluster/control-plane.ts";
 import { freePorts } from "../../src/devcluster/ports.ts";
 import { createReadyEtcd } from "../../src/devcluster/ready-etcd.ts";
-import { applyManifests, loadDeployManifests, type RbacBreak, withBrokenRbac } from "./deploy-manifests.ts";
+import { applyManifests, deployCrdFiles, deployObjects } from "../support/deploy-manifests.ts";
+import { type RbacBreak, withBrokenRbac } from "./deploy-manifests.ts";
 import { podmanGlobalArgs, podmanRunArgs } from "./pod-as-podman.ts";
 
 const run = promisify(execFile);
-const repoRoot = resolve(fileURLToPath(new URL("../..", import.meta.url)));
-const deployDir = join(repoRoot, "deploy");
 const tasks = { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcdopstasks" };
 
 export interface ImageCheckOptions {
@@ -113,10 +112,9 @@ export const runImageCheck = async (options: ImageCheckOptions): Promise<ImageCh
   const containerLog = async (): Promise<string> =>
     started ? await podman(["logs", containerName]).catch((error: unknown) => String(error)) : "";
   try {
-    const crds = readdirSync(join(deployDir, "crds")).map((file) => join(deployDir, "crds", file));
-    plane = await startControlPlane({ crds, build: false, log: () => {} });
+    plane = await startControlPlane({ crds: [...deployCrdFiles], build: false, log: () => {} });
     const admin = plane.makeKubeConfig();
-    const loaded = loadDeployManifests(deployDir);
+    const loaded = deployObjects();
     const manifests = options.breakRbac === undefined ? loaded : withBrokenRbac(loaded, options.breakRbac);
     await applyManifests(admin, manifests, "opstask-image-check");
     const deployment = manifests.find((m) => m.kind === "Deployment") as V1Deployment | undefined;

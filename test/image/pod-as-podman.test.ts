@@ -1,14 +1,9 @@
-/** The Deployment → `podman run` translation the image check relies on (test/image/pod-as-podman.ts). */
-import { join } from "node:path";
 import type { V1Deployment } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { repoRoot } from "../support/cluster.ts";
-import { loadDeployManifests } from "./deploy-manifests.ts";
+import { deployObjects, theOne } from "../support/deploy-manifests.ts";
 import { type PodmanRunInput, podmanRunArgs } from "./pod-as-podman.ts";
 
-const deployment = loadDeployManifests(join(repoRoot, "deploy")).find(
-  (m) => m.kind === "Deployment",
-) as V1Deployment;
+const deployment = theOne<V1Deployment>(deployObjects(), "Deployment");
 
 const input = (over: Partial<PodmanRunInput> = {}): PodmanRunInput => ({
   deployment,

@@ -4,6 +4,7 @@
  */
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   ApiException,
   type KubeConfig,
@@ -12,10 +13,10 @@ import {
   loadYaml,
   PatchStrategy,
 } from "@kubernetes/client-node";
-import { repoRoot } from "./cluster.ts";
 import { type KubeManifest, renderKustomization } from "./kustomize.ts";
 
-export const deployDir = join(repoRoot, "deploy");
+// Not from ./cluster.ts (which loads vitest): the image check runs this module as a plain script too.
+export const deployDir = fileURLToPath(new URL("../../deploy", import.meta.url));
 
 /** deploy/crds/*.yaml, for `useControlPlane({ crds })`. */
 export const deployCrdFiles: readonly string[] = readdirSync(join(deployDir, "crds"))
