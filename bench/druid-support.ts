@@ -4,6 +4,7 @@
  */
 import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { ControlPlane } from "../src/devcluster/control-plane.ts";
+import { createReadyEtcd } from "../src/devcluster/ready-etcd.ts";
 import type { AuditLog } from "../test/support/audit-log.ts";
 import type { DruidPeer } from "../test/support/druid-peer.ts";
 import { druidEtcdAnnotations, druidUser, startDruid } from "../test/support/druid-process.ts";
@@ -43,43 +44,15 @@ export const createEtcds = async (
   port: number,
   inFlight: number,
 ): Promise<void> => {
-  const api = kc.makeApiClient(CustomObjectsApi);
-  const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-  await parallel(names, inFlight, async (name) => {
-    await api.createNamespacedCustomObject({
-      ...etcdResource,
-      namespace,
-      body: {
-        apiVersion: "druid.gardener.cloud/v1alpha1",
-        kind: "Etcd",
-        metadata: { name, namespace, annotations: { ...druidEtcdAnnotations } },
-        spec: { replicas: 1, labels: { app: name }, etcd: {}, backup: { port, store: { prefix: name } } },
-      },
-    });
-    await api.patchNamespacedCustomObjectStatus({
-      ...etcdResource,
-      namespace,
+  await parallel(names, inFlight, (name) =>
+    createReadyEtcd(kc, {
       name,
-      body: [
-        {
-          op: "add",
-          path: "/status",
-          value: {
-            conditions: [
-              {
-                type: "Ready",
-                status: "True",
-                reason: "Quorate",
-                message: "stand-in",
-                lastTransitionTime: now,
-                lastUpdateTime: now,
-              },
-            ],
-          },
-        },
-      ],
-    });
-  });
+      namespace,
+      backupPort: port,
+      message: "stand-in",
+      annotations: druidEtcdAnnotations,
+    }),
+  );
 };
 
 const namesIn = async (kc: KubeConfig, resource: typeof etcdResource, namespace: string) => {

@@ -15,6 +15,8 @@ export interface ReadyEtcdOptions {
   readonly clientPort?: number;
   /** The Ready condition's message. */
   readonly message?: string;
+  /** `metadata.annotations` (e.g. druid's, to keep its Etcd controller off a stand-in Etcd). */
+  readonly annotations?: Readonly<Record<string, string>>;
 }
 
 const etcds = { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" };
@@ -28,7 +30,11 @@ export const createReadyEtcd = async (kubeConfig: KubeConfig, options: ReadyEtcd
     body: {
       apiVersion: "druid.gardener.cloud/v1alpha1",
       kind: "Etcd",
-      metadata: { name, namespace },
+      metadata: {
+        name,
+        namespace,
+        ...(options.annotations === undefined ? {} : { annotations: { ...options.annotations } }),
+      },
       spec: {
         replicas: 1,
         labels: { app: name },
