@@ -455,8 +455,13 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
         return yield* probing && base > probeIntervalMs ? Effect.raceFirst(delay, probeUntilAnswered) : delay;
       });
 
-    /** No answer, or a 5xx: the server is away or unwell, not refusing this request. */
-    const unanswered = (error: KubeError): boolean => error.code === 0 || error.code >= 500;
+    /**
+     * No answer, a 5xx, or a 429 (which is also what a restarted apiserver says while its storage
+     * initialises): the server is away or cannot serve this yet, not refusing this request. Without
+     * the probe such a watch would wait out its whole backoff after the server is back.
+     */
+    const unanswered = (error: KubeError): boolean =>
+      error.code === 0 || error.code === 429 || error.code >= 500;
 
     const describeEnd = (end: SessionEnd): string =>
       end._tag === "Failed" ? `${end.error.code} ${end.error.reason}: ${end.error.message}` : end._tag;
