@@ -63,7 +63,10 @@ describe("task watch across a kube-apiserver restart", () => {
           () => informer.get(namespace, "after") !== undefined,
         );
         assert.strictEqual(counter.lostForMs(), 0);
-        assert.strictEqual(faults.count("watch", "failed"), 1);
+        // At least the watch the SIGKILL cut. Often a second: /readyz may answer before this resource's
+        // storage has initialised, and the next watch then gets 429 "storage is (re)initializing"; the
+        // probe ends that backoff too (one hour each, so neither was waited out).
+        assert.isAtLeast(faults.count("watch", "failed"), 1);
         yield* Scope.close(scope, Exit.void);
       }).pipe(Effect.provide(Logger.layer([]))),
     120_000,

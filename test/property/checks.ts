@@ -32,6 +32,11 @@ interface Seen {
   readonly group: string | undefined;
   status: TaskStatus;
   deleting: boolean;
+  /**
+   * Deleting, and our finalizer is gone: the controller let the task go. Only a foreign finalizer keeps
+   * it visible, with the last status we wrote (InProgress, if it was deleted mid-call) frozen on it.
+   */
+  released: boolean;
   /** Index of its ADDED event in the watch history. */
   readonly addedAt: number;
   /** When the task became terminal, and its TTL. */
@@ -71,6 +76,7 @@ export class HistoryChecker {
         addedAt: this.#index,
         status: {},
         deleting: false,
+        released: false,
         ttlSeconds: Number(spec.ttlSecondsAfterFinished ?? 3600),
         gone: false,
       };
@@ -84,6 +90,8 @@ export class HistoryChecker {
         seen.deleting = true;
         seen.deletionRequestedAt = at;
       }
+      seen.released =
+        seen.deleting && !finalizersOf(event.object).includes(this.world.config.finalizer);
       if (event.type === "DELETED") {
         seen.gone = true;
         seen.deletionRequestedAt ??= at;
@@ -136,13 +144,15 @@ export class HistoryChecker {
   /**
    * (e) a task becomes InProgress only when no other task of its group runs, and no older one was
    * waiting when its admission began (a task created during a long Admit call is judged after it).
+   * A task the controller let go of (deleted, our finalizer removed) blocks nothing by its frozen
+   * status: whether its call still runs is what `checkOneCallPerGroup` judges.
    */
   #admissionOrder(uid: string, task: Seen, index: number): void {
     if (task.group === undefined) return;
     const admits = this.world.controller.calls.filter((call) => call.uid === uid && call.phase === "admit");
     const admissionBegan = admits.at(-1)?.eventIndex ?? index;
     for (const [otherUid, other] of this.#seen) {
-      if (otherUid === uid || other.gone || other.group !== task.group) continue;
+      if (otherUid === uid || other.gone || other.released || other.group !== task.group) continue;
       if (other.addedAt >= admissionBegan && other.status.state !== "InProgress") continue;
       if (other.status.state === "InProgress") {
         fail("admission order", `${task.name} started while ${other.name} of ${task.group} was InProgress`);
