@@ -90,8 +90,7 @@ export class HistoryChecker {
         seen.deleting = true;
         seen.deletionRequestedAt = at;
       }
-      seen.released =
-        seen.deleting && !finalizersOf(event.object).includes(this.world.config.finalizer);
+      seen.released = seen.deleting && !finalizersOf(event.object).includes(this.world.config.finalizer);
       if (event.type === "DELETED") {
         seen.gone = true;
         seen.deletionRequestedAt ??= at;
