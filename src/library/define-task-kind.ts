@@ -14,7 +14,13 @@ import { formatDecodeError } from "../api/decode-error.ts";
 import { ObjectMeta } from "../api/meta.ts";
 import type { TaskStatus } from "../api/status.ts";
 import { TaskStatusSchema } from "../api/status-schema.ts";
-import type { Decoded, TaskDecodeFailure, TaskKind, TaskMeta } from "../reconcile/task-kind.ts";
+import type {
+  Decoded,
+  TaskDecodeFailure,
+  TaskKind,
+  TaskMeta,
+  UndecodedFacts,
+} from "../reconcile/task-kind.ts";
 
 /** Where the decoded task comes from: a schema (recommended) or a hand-written decode. */
 export type TaskSource<Task> =
@@ -58,6 +64,13 @@ export interface TaskKindAccessors<Task> {
   /** The config member that selects the handler (`configMember(task.spec.config)`). */
   readonly member: (task: Task) => string;
   readonly status: (task: Task) => TaskStatus | undefined;
+  /**
+   * Optional, for kinds with many finished tasks: the TTL a stored object's spec asks for, read
+   * without decoding the task; it must equal `ttlSeconds(task)` whenever the object decodes (decode the
+   * one field with the same schema). With it, a finished task costs no decode when a controller takes
+   * over (`metadata` and `status` are read with `ObjectMeta` and `TaskStatusSchema`).
+   */
+  readonly readTtlSeconds?: (object: unknown) => number | undefined;
 }
 
 export type TaskKindDefinition<Task> = TaskKindAccessors<Task> & TaskSource<Task>;
@@ -65,6 +78,20 @@ export type TaskKindDefinition<Task> = TaskKindAccessors<Task> & TaskSource<Task
 const parseOptions = { errors: "all", reportInput: true } as const;
 const decodeMetadata = SchemaParser.decodeUnknownResult(Schema.Struct({ metadata: ObjectMeta }));
 const decodeStatus = SchemaParser.decodeUnknownResult(Schema.Struct({ status: TaskStatusSchema }));
+const decodeMetadataAndStatus = SchemaParser.decodeUnknownResult(
+  Schema.Struct({ metadata: ObjectMeta, status: Schema.optionalKey(TaskStatusSchema) }),
+);
+
+/** `UndecodedFacts` from the framework's own metadata and status schemas and the kind's TTL reader. */
+export const undecodedFactsWith =
+  (readTtlSeconds: (object: unknown) => number | undefined) =>
+  (object: unknown): UndecodedFacts | undefined => {
+    const ttlSeconds = readTtlSeconds(object);
+    if (ttlSeconds === undefined) return undefined;
+    const read = decodeMetadataAndStatus(object);
+    if (Result.isFailure(read)) return undefined;
+    return { metadata: read.success.metadata, status: read.success.status ?? {}, ttlSeconds };
+  };
 
 /**
  * A decode failure with what can still be read: the metadata (so the task can be released and
@@ -111,6 +138,9 @@ export const defineTaskKind = <Task extends { readonly metadata: TaskMeta }>(
     },
     defaultTtlSeconds: definition.defaultTtlSeconds ?? 3600,
     decode: definition.schema === undefined ? definition.decode : schemaDecoder(definition.schema),
+    ...(definition.readTtlSeconds === undefined
+      ? {}
+      : { undecodedFacts: undecodedFactsWith(definition.readTtlSeconds) }),
     facts: (task) => {
       const group = admissionGroup?.(task);
       return {

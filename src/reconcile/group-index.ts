@@ -58,6 +58,11 @@ export class GroupIndex {
     return true;
   }
 
+  /** Whether `key` is recorded in some group. */
+  has(key: string): boolean {
+    return this.#entries.has(key);
+  }
+
   members(group: string): ReadonlyArray<string> {
     const members = this.#members.get(group);
     return members === undefined ? [] : typeof members === "string" ? [members] : [...members];

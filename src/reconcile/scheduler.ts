@@ -397,6 +397,14 @@ export class TaskScheduler<K extends Kept = Kept> {
     return this.#groups.unfinishedMembers(group);
   }
 
+  /**
+   * Whether a change of `key` may be read without its admission group (reconcile/settled-facts.ts):
+   * only while the task is in no group, so that no group loses a member without its peers being woken.
+   */
+  mayReadUngrouped(key: string): boolean {
+    return !this.#groups.has(key);
+  }
+
   /** Keys of a group's tasks (for the peers of an admission). */
   membersOf(group: string): ReadonlyArray<string> {
     return this.#groups.members(group);

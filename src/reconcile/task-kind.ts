@@ -54,6 +54,16 @@ export type Decoded<Task> =
   | { readonly ok: true; readonly task: Task }
   | { readonly ok: false; readonly failure: TaskDecodeFailure };
 
+/**
+ * What a stored object says without decoding its spec: its metadata and status, and the TTL its spec
+ * asks for. Each must be exactly what a full decode gives whenever the object decodes.
+ */
+export interface UndecodedFacts {
+  readonly metadata: TaskMeta;
+  readonly status: TaskStatus;
+  readonly ttlSeconds: number;
+}
+
 export interface TaskKind<Task> {
   readonly resource: ResourceRef;
   /** Our finalizer on these objects. */
@@ -63,6 +73,11 @@ export interface TaskKind<Task> {
   readonly facts: (task: Task) => TaskFacts;
   /** The TTL of a task whose spec does not decode (the CRD's default). */
   readonly defaultTtlSeconds: number;
+  /**
+   * Optional: reads a stored object's `UndecodedFacts` (undefined when it cannot). With it, a task
+   * that only waits for its TTL costs no decode when the controller first sees it (reconcile/settled-facts.ts).
+   */
+  readonly undecodedFacts?: (object: unknown) => UndecodedFacts | undefined;
 }
 
 /**

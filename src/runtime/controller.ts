@@ -44,6 +44,7 @@ import { defectOutcome } from "../reconcile/handler-defect.ts";
 import { Answer, answer, drive, type PassRequest, type Step, start } from "../reconcile/pass.ts";
 import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../reconcile/scheduler.ts";
 import { settledUntil } from "../reconcile/settled.ts";
+import { settledFacts } from "../reconcile/settled-facts.ts";
 import { readFacts, readTask, type TaskFacts } from "../reconcile/task-kind.ts";
 import { randomJitter } from "./backoff-jitter.ts";
 import type { ControllerHandle, ControllerOptions } from "./controller-options.ts";
@@ -383,9 +384,14 @@ export const runController = <Task, R>(
         Effect.gen(function* () {
           const object = change.object;
           const key = objectKey(object.metadata.namespace, object.metadata.name);
-          const read = readTask(kind, object);
-          const facts = read?.facts;
-          if (read === undefined || facts === undefined) {
+          // A finished task seen first (a takeover) waits for its TTL undecoded; its timer's pass decodes it.
+          const settled =
+            change.type !== "DELETED" && scheduler.mayReadUngrouped(key)
+              ? settledFacts(kind, object)
+              : undefined;
+          const read = settled === undefined ? readTask(kind, object) : undefined;
+          const facts = settled ?? read?.facts;
+          if (facts === undefined) {
             // Unreadable metadata: the pass logs why; nothing else can act on it.
             if (change.type !== "DELETED") yield* wakeFor(key, "object changed");
             return;
@@ -400,7 +406,7 @@ export const runController = <Task, R>(
           // A settled task (reconcile/settled.ts) needs no pass until its TTL runs out: it is due then.
           yield* queue.dueChanged;
           // The pass this wakes decodes nothing again (unless the cache has a newer copy by then).
-          if (wake.some((woken) => woken.key === key)) decodedOnce.set(object, read);
+          if (read !== undefined && wake.some((woken) => woken.key === key)) decodedOnce.set(object, read);
           if (orphaned !== undefined)
             aborts.get(orphaned)?.abort(new Error("the task was deleted during the call"));
           if (orphaned !== undefined)

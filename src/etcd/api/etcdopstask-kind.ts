@@ -4,6 +4,7 @@
  * still yields its metadata and status, so it can be Rejected with ERR_INVALID_TASK and deleted.
  */
 import * as Result from "effect/Result";
+import * as Schema from "effect/Schema";
 import * as SchemaParser from "effect/SchemaParser";
 import { TaskStatusSchema } from "../../api/status-schema.ts";
 import { isDns1123Subdomain } from "../../kube/names.ts";
@@ -12,6 +13,7 @@ import { defineTaskKind } from "../../library/define-task-kind.ts";
 import {
   decodeEtcdOpsTask,
   type EtcdOpsTask,
+  EtcdOpsTaskSpecSchema,
   Finalizer,
   Group,
   Kind,
@@ -21,6 +23,12 @@ import {
 } from "./etcdopstask.ts";
 
 const decodeStatus = SchemaParser.decodeUnknownResult(TaskStatusSchema);
+/** `spec.ttlSecondsAfterFinished` alone, with the schema the task's own decode applies to it. */
+const decodeTtl = SchemaParser.decodeUnknownResult(
+  Schema.Struct({
+    spec: Schema.Struct({ ttlSecondsAfterFinished: EtcdOpsTaskSpecSchema.fields.ttlSecondsAfterFinished }),
+  }),
+);
 
 /** The status of an object whose spec does not decode, if the status itself does. */
 const statusOf = (object: unknown) => {
@@ -53,6 +61,10 @@ export const etcdOpsTaskKind = defineTaskKind<EtcdOpsTask>({
     };
   },
   ttlSeconds: (task) => task.spec.ttlSecondsAfterFinished,
+  readTtlSeconds: (object) => {
+    const read = decodeTtl(object);
+    return Result.isSuccess(read) ? read.success.spec.ttlSecondsAfterFinished : undefined;
+  },
   // Druid keys duplicates on a non-nil etcdName; "" is a group of its own (docs/contract.md §8). The
   // key is the Etcd's identity, namespace/name (the handler checks the object it reads is that one): a
   // string that is no object name ("e005/status") names no Etcd, joins no group and is Rejected.
