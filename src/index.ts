@@ -147,6 +147,7 @@ export {
   type TaskFacts,
   type TaskKind,
   type TaskMeta,
+  type UndecodedFacts,
 } from "./reconcile/task-kind.ts";
 export type { TriggerReason } from "./reconcile/trigger-reason.ts";
 export {

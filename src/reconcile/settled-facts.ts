@@ -15,11 +15,13 @@
  * Only for a task the scheduler does not know yet: a known task may be leaving a group whose waiting
  * tasks must then be woken, which takes its decoded group.
  */
-import { isTerminal } from "../api/status.ts";
+import { isTerminal, type TaskState } from "../api/status.ts";
 import type { TaskFacts, TaskKind } from "./task-kind.ts";
 
 /** Facts for the scheduler of a terminal, not deleting task; undefined when it needs a full decode. */
 export const settledFacts = <Task>(kind: TaskKind<Task>, object: unknown): TaskFacts | undefined => {
+  // Most changes are of unfinished tasks: a look at the raw state spares them the read below.
+  if (!looksFinished(object)) return undefined;
   const read = kind.undecodedFacts?.(object);
   if (read === undefined) return undefined;
   if (read.metadata.deletionTimestamp !== undefined || !isTerminal(read.status.state)) return undefined;
@@ -30,4 +32,11 @@ export const settledFacts = <Task>(kind: TaskKind<Task>, object: unknown): TaskF
     // Unread for a terminal task: its pass (at the timer) decodes the member with the rest.
     member: "",
   };
+};
+
+const looksFinished = (object: unknown): boolean => {
+  const status =
+    typeof object === "object" && object !== null && "status" in object ? object.status : undefined;
+  const state = typeof status === "object" && status !== null && "state" in status ? status.state : undefined;
+  return typeof state === "string" && isTerminal(state as TaskState);
 };
