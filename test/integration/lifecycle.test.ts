@@ -251,6 +251,20 @@ describe("task lifecycle against a real API server", () => {
     expect(calls.filter((c) => c.phase === "execute")).toHaveLength(2);
   });
 
+  it("after a restart, calls no handler but cleanup for a finished task, and deletes it at its TTL", async () => {
+    // The restarted controller reads a finished task without decoding its spec (reconcile/settled-facts.ts).
+    await create("settled", "etcd-settled", 6);
+    const finished = await stateOf("settled", "Succeeded");
+    const callsBefore = handlers.calls.filter((call) => call.task === "settled").length;
+    await controller.stop();
+    controller = await startController(kc, handlers.registry, {}, namespace);
+    await goneOf("settled", 30_000);
+    const due = Date.parse(finished.status?.lastTransitionTime ?? "") + 6_000;
+    expect(Date.now()).toBeGreaterThanOrEqual(due);
+    const callsAfter = handlers.calls.filter((call) => call.task === "settled").slice(callsBefore);
+    expect(callsAfter.filter((call) => call.phase !== "cleanup")).toEqual([]);
+  });
+
   it("admits exactly the oldest of tasks created together (reject policy)", async () => {
     // "Together" means the controller first sees them at once: created while it is down.
     await controller.stop();
