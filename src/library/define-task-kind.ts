@@ -83,7 +83,7 @@ const decodeMetadataAndStatus = SchemaParser.decodeUnknownResult(
 );
 
 /** `UndecodedFacts` from the framework's own metadata and status schemas and the kind's TTL reader. */
-export const undecodedFactsWith =
+const undecodedFactsWith =
   (readTtlSeconds: (object: unknown) => number | undefined) =>
   (object: unknown): UndecodedFacts | undefined => {
     const ttlSeconds = readTtlSeconds(object);

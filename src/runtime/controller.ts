@@ -44,7 +44,7 @@ import { defectOutcome } from "../reconcile/handler-defect.ts";
 import { Answer, answer, drive, type PassRequest, type Step, start } from "../reconcile/pass.ts";
 import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../reconcile/scheduler.ts";
 import { settledUntil } from "../reconcile/settled.ts";
-import { settledFacts } from "../reconcile/settled-facts.ts";
+import { undecodedChangeFacts } from "../reconcile/settled-facts.ts";
 import { readFacts, readTask, type TaskFacts } from "../reconcile/task-kind.ts";
 import { randomJitter } from "./backoff-jitter.ts";
 import type { ControllerHandle, ControllerOptions } from "./controller-options.ts";
@@ -385,10 +385,7 @@ export const runController = <Task, R>(
           const object = change.object;
           const key = objectKey(object.metadata.namespace, object.metadata.name);
           // A finished task seen first (a takeover) waits for its TTL undecoded; its timer's pass decodes it.
-          const settled =
-            change.type !== "DELETED" && scheduler.mayReadUngrouped(key)
-              ? settledFacts(kind, object)
-              : undefined;
+          const settled = undecodedChangeFacts(kind, scheduler, { type: change.type, key, object });
           const read = settled === undefined ? readTask(kind, object) : undefined;
           const facts = settled ?? read?.facts;
           if (facts === undefined) {

@@ -11,15 +11,9 @@ import * as fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isTerminal } from "../../src/api/status.ts";
 import { etcdOpsTaskKind } from "../../src/etcd/api/etcdopstask-kind.ts";
-import { etcdHandlers } from "../../src/etcd/registry.ts";
-import { supportedMembers } from "../../src/handlers/handler.ts";
-import { MemoryApiServer } from "../../src/interpreters/memory/api-server.ts";
-import { FakeClock } from "../../src/interpreters/memory/clock.ts";
-import { SimulatedController } from "../../src/interpreters/memory/controller.ts";
-import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
 import { settledFacts } from "../../src/reconcile/settled-facts.ts";
 import { readFacts, type TaskKind } from "../../src/reconcile/task-kind.ts";
-import { completed, epoch, namespace, taskObject } from "../support/simulation.ts";
+import { completed, namespace, simulation, taskObject } from "../support/simulation.ts";
 
 const kind = etcdOpsTaskKind;
 const defaultTtl = kind.defaultTtlSeconds;
@@ -157,19 +151,7 @@ describe("a restart over finished tasks (memory interpreter)", () => {
         return kind.decode(object);
       },
     };
-    const clock = new FakeClock(epoch);
-    const server = new MemoryApiServer({
-      resource: "etcdopstasks.druid.gardener.cloud",
-      now: () => clock.now(),
-    });
-    const controller = new SimulatedController({
-      kind: counting,
-      config: lifecycleConfig(kind, {}),
-      supported: supportedMembers(etcdHandlers),
-      server,
-      clock,
-      behaviour: () => completed("Snapshot created successfully"),
-    });
+    const { server, controller } = simulation(() => completed("Snapshot created successfully"), {}, counting);
     const ttls = { short: 30, long: defaultTtl + 600 };
     for (const [name, ttl] of Object.entries(ttls))
       server.create(taskObject(name, { etcd: `e-${name}`, ttl }));

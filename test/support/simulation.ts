@@ -1,4 +1,5 @@
 /** A simulated controller over the in-memory API server, wired for EtcdOpsTask, for tests. */
+import type { EtcdOpsTask } from "../../src/etcd/api/etcdopstask.ts";
 import { etcdOpsTaskKind } from "../../src/etcd/api/etcdopstask-kind.ts";
 import { etcdHandlers } from "../../src/etcd/registry.ts";
 import { supportedMembers } from "../../src/handlers/handler.ts";
@@ -8,7 +9,7 @@ import { type Behaviour, SimulatedController } from "../../src/interpreters/memo
 import type { JsonObject } from "../../src/interpreters/memory/merge-patch.ts";
 import type { LifecycleConfig, Phase, PhaseOutcome } from "../../src/machine/types.ts";
 import { lifecycleConfig } from "../../src/reconcile/defaults.ts";
-import type { TaskFacts } from "../../src/reconcile/task-kind.ts";
+import type { TaskFacts, TaskKind } from "../../src/reconcile/task-kind.ts";
 
 export const epoch = Date.UTC(2026, 10, 22, 12, 0, 0);
 export const namespace = "default";
@@ -52,15 +53,19 @@ export const taskObject = (name: string, spec: TaskSpec = {}): JsonObject => ({
 /** How scripted handlers behave on each call. */
 export type Script = (task: TaskFacts, phase: Phase) => Behaviour;
 
-export const simulation = (script: Script, overrides: Partial<LifecycleConfig> = {}) => {
+export const simulation = (
+  script: Script,
+  overrides: Partial<LifecycleConfig> = {},
+  kind: TaskKind<EtcdOpsTask> = etcdOpsTaskKind,
+) => {
   const clock = new FakeClock(epoch);
   const server = new MemoryApiServer({
     resource: "etcdopstasks.druid.gardener.cloud",
     now: () => clock.now(),
   });
-  const config = lifecycleConfig(etcdOpsTaskKind, overrides);
+  const config = lifecycleConfig(kind, overrides);
   const controller = new SimulatedController({
-    kind: etcdOpsTaskKind,
+    kind,
     config,
     supported: supportedMembers(etcdHandlers),
     server,

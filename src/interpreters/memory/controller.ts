@@ -20,7 +20,7 @@ import type { LifecycleConfig, Phase, PhaseOutcome } from "../../machine/types.t
 import { defectOutcome } from "../../reconcile/handler-defect.ts";
 import { Answer, answer, driveSync, type PassRequest, type Step, start } from "../../reconcile/pass.ts";
 import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../../reconcile/scheduler.ts";
-import { settledFacts } from "../../reconcile/settled-facts.ts";
+import { undecodedChangeFacts } from "../../reconcile/settled-facts.ts";
 import { readFacts, type TaskFacts, type TaskKind } from "../../reconcile/task-kind.ts";
 import type { MemoryApiServer, WatchEvent } from "./api-server.ts";
 import type { FakeClock } from "./clock.ts";
@@ -269,10 +269,11 @@ export class SimulatedController<Task> {
     const meta = (event.object.metadata ?? {}) as { readonly namespace?: unknown; readonly name?: unknown };
     const key = `${String(meta.namespace)}/${String(meta.name)}`;
     // As the runtime: a finished task seen first waits for its TTL undecoded (reconcile/settled-facts.ts).
-    const settled =
-      event.type !== "DELETED" && this.#scheduler.mayReadUngrouped(key)
-        ? settledFacts(kind, event.object)
-        : undefined;
+    const settled = undecodedChangeFacts(kind, this.#scheduler, {
+      type: event.type,
+      key,
+      object: event.object,
+    });
     const facts = settled ?? readFacts(kind, event.object);
     if (facts === undefined) return;
     const own = this.#writes.isOwn(facts.metadata.resourceVersion);
