@@ -1,6 +1,7 @@
 // Minimal HTTP(S) GET for readiness probes (before a KubeConfig is worth building).
-import { request as httpRequest } from "node:http";
+
 import { request as httpsRequest } from "node:https";
+import { http } from "../node-http.ts";
 
 export interface ProbeResponse {
   readonly status: number;
@@ -15,7 +16,7 @@ export interface ProbeOptions {
 
 export function probe(url: string, options: ProbeOptions = {}): Promise<ProbeResponse> {
   const target = new URL(url);
-  const request = target.protocol === "https:" ? httpsRequest : httpRequest;
+  const request = target.protocol === "https:" ? httpsRequest : http.request;
   const headers: Record<string, string> = {};
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
   return new Promise((resolve, reject) => {

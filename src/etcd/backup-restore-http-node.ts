@@ -8,11 +8,12 @@
  * URL, the `Host` header, the SNI and the certificate check still use HOST, so a test (or a controller
  * running outside the cluster) can reach `<etcd>-client.<ns>` without cluster DNS.
  */
-import { type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http";
+import type { ClientRequest, IncomingMessage } from "node:http";
 import { request as httpsRequest, type RequestOptions } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
+import { http } from "../node-http.ts";
 import { timerDelayMs } from "../runtime/timer-limit.ts";
 import {
   BackupRestoreHttp,
@@ -127,7 +128,7 @@ const open = (request: BackupRestoreRequest, target: Target): Exchange => {
       ? { ca: request.ca, servername: request.servername, minVersion: "TLSv1.2", rejectUnauthorized: true }
       : {}),
   };
-  const req: ClientRequest = target.secure ? httpsRequest(options) : httpRequest(options);
+  const req: ClientRequest = target.secure ? httpsRequest(options) : http.request(options);
   let res: IncomingMessage | undefined;
   let responseError: unknown;
   let timedOut = false;

@@ -18,7 +18,7 @@
  * Over 400 lines, knowingly: about half is the wire schemas of the five calls and their decoding; the
  * transport (dialling, TLS, one deadline per exchange) is shared by all of them and stays beside them.
  */
-import { type ClientRequest, request as httpRequest, type IncomingMessage } from "node:http";
+import type { ClientRequest, IncomingMessage } from "node:http";
 import { request as httpsRequest, type RequestOptions } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import * as Context from "effect/Context";
@@ -29,6 +29,7 @@ import * as Result from "effect/Result";
 import * as Schema from "effect/Schema";
 import * as SchemaParser from "effect/SchemaParser";
 import { formatDecodeError } from "../api/decode-error.ts";
+import { http } from "../node-http.ts";
 import { timerDelayMs } from "../runtime/timer-limit.ts";
 import type { ResolveOverride } from "./backup-restore-http-node.ts";
 
@@ -323,7 +324,7 @@ const exchange = (call: Call): Effect.Effect<Answer, EtcdCallError> =>
       settle(() => fail("Timeout", headersSeen ? bodyTimeout : headersTimeout));
     }, timerDelayMs(call.timeoutMs));
     try {
-      req = (call.options.protocol === "https:" ? httpsRequest : httpRequest)(call.options);
+      req = (call.options.protocol === "https:" ? httpsRequest : http.request)(call.options);
     } catch (error) {
       settle(() => resume(Effect.fail(invalid(describe(error)))));
       return Effect.void;

@@ -11,9 +11,10 @@
  * says why), and the replay history is bounded in bytes (relay-history.ts).
  */
 import { randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
+import { http } from "../node-http.ts";
 import { isAllowedOrigin, isLoopbackHost, PublishPath, presentsToken } from "./relay-guard.ts";
 import { DefaultHistoryLimits, RelayHistory } from "./relay-history.ts";
 
@@ -98,7 +99,7 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
     maxActors: options.maxActors ?? DefaultHistoryLimits.maxActors,
     maxBytes: options.maxHistoryBytes ?? DefaultHistoryLimits.maxBytes,
   });
-  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+  const server = http.createServer((request: IncomingMessage, response: ServerResponse) => {
     if (!isLoopbackHost(request.headers.host)) {
       response.writeHead(421, { "content-type": "text/plain" }).end("Host must be a loopback name\n");
       return;

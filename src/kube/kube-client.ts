@@ -9,9 +9,10 @@
  * proxies, merged kubeconfigs) stays available: `kubeClientOf(kubeConfig)` sends through a client-node
  * `KubeConfig`'s own authentication, and `loadKubeClient` falls back to it for such kubeconfigs.
  */
-import http from "node:http";
+import type * as Http from "node:http";
 import https from "node:https";
 import { createInterface } from "node:readline";
+import { http } from "../node-http.ts";
 
 /** TLS settings and headers for the next request; asked before each (tokens rotate, credentials expire). */
 export interface Credentials {
@@ -144,8 +145,8 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
   const prefix = base.pathname.replace(/\/$/, "");
   const fieldManager = source.fieldManager ?? controllerFieldManager;
   // One pool per TLS identity: a rotated client certificate gets fresh connections, the old pool drains.
-  const agents = new Map<string, http.Agent>();
-  const agentFor = (credentials: Credentials): http.Agent => {
+  const agents = new Map<string, Http.Agent>();
+  const agentFor = (credentials: Credentials): Http.Agent => {
     const key = credentialKey(source.server, credentials);
     let agent = agents.get(key);
     if (agent === undefined) {
@@ -172,7 +173,7 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
   const send = async (
     request: ApiRequest,
     signal: AbortSignal | undefined,
-  ): Promise<http.IncomingMessage> => {
+  ): Promise<Http.IncomingMessage> => {
     const credentials = await source.credentials();
     signal?.throwIfAborted();
     const payload =
@@ -195,7 +196,7 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
         : request.query;
     const url = new URL(`${prefix}${request.path}${queryString(query)}`, base);
     const transport = secure ? https : http;
-    const attempt = (retried: boolean): Promise<http.IncomingMessage> =>
+    const attempt = (retried: boolean): Promise<Http.IncomingMessage> =>
       new Promise((resolve, reject) => {
         let answered = false;
         const outgoing = transport.request(url, {
@@ -230,7 +231,7 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
     return attempt(false);
   };
 
-  const readText = (response: http.IncomingMessage): Promise<string> =>
+  const readText = (response: Http.IncomingMessage): Promise<string> =>
     new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       const cut = (reason: string) => reject(new ApiCallError(0, `reading the answer: ${reason}`));
@@ -243,7 +244,7 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
       });
     });
 
-  const failure = async (response: http.IncomingMessage): Promise<ApiCallError> => {
+  const failure = async (response: Http.IncomingMessage): Promise<ApiCallError> => {
     const status = response.statusCode ?? 0;
     const body = parseBody(await readText(response).catch(() => ""));
     return new ApiCallError(status, statusMessage(body, status), body);

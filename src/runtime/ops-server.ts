@@ -3,8 +3,9 @@
  * `/healthz` (the process answers) and `/readyz` (caches synced, and leading or a healthy standby).
  * One server per address; the metrics and probe addresses may be the same.
  */
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { Registry } from "prom-client";
+import { http } from "../node-http.ts";
 
 export interface OpsEndpoints {
   readonly registry?: Registry;
@@ -26,7 +27,7 @@ export const startOpsServer = async (
 ): Promise<Server | undefined> => {
   const target = parseAddress(address);
   if (target === undefined) return undefined;
-  const server = createServer((request, response) => {
+  const server = http.createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
     if (path === "/healthz") {
       response.writeHead(200, { "content-type": "text/plain" }).end("ok\n");

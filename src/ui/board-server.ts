@@ -15,8 +15,9 @@
  * reconnects and gets a new snapshot) rather than buffered without end.
  */
 import { randomBytes } from "node:crypto";
-import { createServer, type ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { http } from "../node-http.ts";
 import { allowedHosts, checkRequest } from "./board-guard.ts";
 import type { TaskDetail, TaskSummary } from "./board-records.ts";
 import type { BoardStore, ExplainInput } from "./board-store.ts";
@@ -164,7 +165,7 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
     return { status: 404, type: "text/plain; charset=utf-8", body: "not found\n" };
   };
 
-  const server = createServer((request, response) => {
+  const server = http.createServer((request, response) => {
     if (guard === undefined) return send(response, 503, "text/plain", "starting\n");
     const verdict = checkRequest(guard, {
       method: request.method ?? "",

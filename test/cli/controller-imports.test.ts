@@ -9,27 +9,32 @@ import { describe, expect, it } from "vitest";
 import { makeTaskCommands } from "../../src/cli/task/index.ts";
 import { taskCommandNames } from "../../src/cli/task/names.ts";
 import { repoRoot } from "../support/cluster.ts";
+import { bundledCli } from "../support/opstask-process.ts";
 
-const run = (...args: string[]): { loaded: string[]; stderr: string } => {
+const run = (...args: string[]): { loaded: string[]; builtins: string[]; stderr: string } =>
+  runEntry(join(repoRoot, "src/cli/main.ts"), ...args);
+
+const runEntry = (
+  entry: string,
+  ...args: string[]
+): { loaded: string[]; builtins: string[]; stderr: string } => {
   let stderr = "";
   try {
     execFileSync(
       process.execPath,
-      [
-        "--import",
-        join(repoRoot, "test/cli/fixtures/record-loads.mjs"),
-        join(repoRoot, "src/cli/main.ts"),
-        ...args,
-      ],
+      ["--import", join(repoRoot, "test/cli/fixtures/record-loads.mjs"), entry, ...args],
       { encoding: "utf8", stdio: ["ignore", "ignore", "pipe"], timeout: 30_000 },
     );
   } catch (error) {
     stderr = String((error as { stderr?: unknown }).stderr ?? "");
   }
   const lines = stderr.split("\n");
+  const tagged = (tag: string) =>
+    lines.filter((line) => line.startsWith(tag)).map((line) => line.slice(tag.length));
   return {
-    loaded: lines.filter((line) => line.startsWith("loaded ")).map((line) => line.slice("loaded ".length)),
-    stderr: lines.filter((line) => !line.startsWith("loaded ")).join("\n"),
+    loaded: tagged("loaded "),
+    builtins: tagged("builtin "),
+    stderr: lines.filter((line) => !line.startsWith("loaded ") && !line.startsWith("builtin ")).join("\n"),
   };
 };
 
@@ -47,6 +52,24 @@ describe("opstask controller's imports", () => {
         url.includes("/src/devcluster/"),
     );
     expect(unwanted).toEqual([]);
+  });
+
+  // An ES import of node:http reads its lazy exports and so loads Node's bundled undici (+11 MB RSS,
+  // ~70 ms of CPU jitless), which opstask never uses: src/node-http.ts. Checked on the sources and on
+  // the bundle the image runs.
+  it.each([
+    ["the sources", async () => join(repoRoot, "src/cli/main.ts")],
+    ["the bundle", () => bundledCli()],
+  ])("loads node:http but not Node's bundled undici, from %s", async (_, entry) => {
+    const { builtins, stderr } = runEntry(
+      await entry(),
+      "controller",
+      "--kubeconfig",
+      "/nonexistent/kubeconfig",
+    );
+    expect(stderr).toContain("opstask controller: kubeconfig /nonexistent/kubeconfig cannot be read");
+    expect(builtins).toContain("http");
+    expect(builtins.filter((name) => name.includes("undici"))).toEqual([]);
   });
 
   it("main.ts knows every task command by name", () => {
