@@ -10,23 +10,36 @@
  *
  * Hand-written: Effect has no mutable priority queue, and this is forty lines.
  */
-interface Entry {
+interface Entry<V> {
   readonly at: number;
   readonly key: string;
+  readonly value: V | undefined;
 }
 
-export class DueTimes {
-  readonly #due = new Map<string, number>();
-  #heap: Entry[] = [];
+/** A key whose time came, with the value its time was set with. */
+export interface DueEntry<V> {
+  readonly key: string;
+  readonly value: V | undefined;
+}
+
+/**
+ * `V`: what the caller keeps beside each due time (the scheduler: why it was set). Kept in the heap's
+ * entry, which the map also points to, so a key costs one map entry and one object, and an entry is
+ * live exactly when the map still points to it.
+ */
+export class DueTimes<V = never> {
+  readonly #due = new Map<string, Entry<V>>();
+  #heap: Entry<V>[] = [];
 
   get size(): number {
     return this.#due.size;
   }
 
-  /** Sets (or replaces) the due time of `key`. */
-  set(key: string, at: number): void {
-    this.#due.set(key, at);
-    this.#push({ at, key });
+  /** Sets (or replaces) the due time of `key`, and the value kept with it. */
+  set(key: string, at: number, value?: V): void {
+    const entry = { at, key, value };
+    this.#due.set(key, entry);
+    this.#push(entry);
     if (this.#heap.length > 2 * this.#due.size + 64) this.#rebuild();
   }
 
@@ -42,34 +55,35 @@ export class DueTimes {
 
   /** Removes and returns the keys due at or before `now`, earliest first. */
   takeDue(now: number): string[] {
-    const due: string[] = [];
+    return this.takeDueEntries(now).map((entry) => entry.key);
+  }
+
+  /** `takeDue`, each key with its value. */
+  takeDueEntries(now: number): DueEntry<V>[] {
+    const due: DueEntry<V>[] = [];
     for (;;) {
       this.#dropStale();
       const top = this.#heap[0];
       if (top === undefined || top.at > now) return due;
       this.#pop();
       this.#due.delete(top.key);
-      due.push(top.key);
+      due.push(top);
     }
   }
 
   /** Pops heap entries that no longer match their key's due time. */
   #dropStale(): void {
-    for (
-      let top = this.#heap[0];
-      top !== undefined && this.#due.get(top.key) !== top.at;
-      top = this.#heap[0]
-    ) {
+    for (let top = this.#heap[0]; top !== undefined && this.#due.get(top.key) !== top; top = this.#heap[0]) {
       this.#pop();
     }
   }
 
   #rebuild(): void {
     this.#heap = [];
-    for (const [key, at] of this.#due) this.#push({ at, key });
+    for (const entry of this.#due.values()) this.#push(entry);
   }
 
-  #push(entry: Entry): void {
+  #push(entry: Entry<V>): void {
     const heap = this.#heap;
     heap.push(entry);
     let i = heap.length - 1;

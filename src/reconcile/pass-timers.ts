@@ -29,9 +29,8 @@ export interface DueKey {
 }
 
 export class PassTimers {
-  readonly #due = new DueTimes();
-  /** Why each due time was set; dropped with it. */
-  readonly #reasons = new Map<string, RequeueReason>();
+  /** Each key's due time, and why it was set. */
+  readonly #due = new DueTimes<RequeueReason>();
   readonly #jitter: Jitter;
 
   constructor(jitter: Jitter = (delayMs) => delayMs) {
@@ -60,7 +59,6 @@ export class PassTimers {
   /** `key` has no due time (its pass started, or its task was deleted). */
   clear(key: string): void {
     this.#due.delete(key);
-    this.#reasons.delete(key);
   }
 
   /** The earliest due time, if any. */
@@ -70,16 +68,11 @@ export class PassTimers {
 
   /** Removes and answers the keys due at or before `now`, earliest first, each once. */
   takeDue(now: number): DueKey[] {
-    return this.#due.takeDue(now).map((key) => {
-      const reason = this.#reasons.get(key) ?? "poll";
-      this.#reasons.delete(key);
-      return { key, reason };
-    });
+    return this.#due.takeDueEntries(now).map(({ key, value }) => ({ key, reason: value ?? "poll" }));
   }
 
   #set(key: string, at: number, reason: RequeueReason): void {
-    this.#due.set(key, at);
-    this.#reasons.set(key, reason);
+    this.#due.set(key, at, reason);
   }
 
   /** A backoff jittered, never shortened (whatever jitter the caller gave). */

@@ -3,7 +3,7 @@ import { describe, expect } from "vitest";
 import { DueTimes } from "../../src/reconcile/due-times.ts";
 
 type Op =
-  | { readonly op: "set"; readonly key: string; readonly at: number }
+  | { readonly op: "set"; readonly key: string; readonly at: number; readonly value: number }
   | { readonly op: "delete"; readonly key: string }
   | { readonly op: "take"; readonly now: number };
 
@@ -11,7 +11,12 @@ const key = fc.constantFrom("a", "b", "c", "d", "e", "f", "g", "h");
 const op: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 5,
-    arbitrary: fc.record({ op: fc.constant("set" as const), key, at: fc.integer({ min: 0, max: 50 }) }),
+    arbitrary: fc.record({
+      op: fc.constant("set" as const),
+      key,
+      at: fc.integer({ min: 0, max: 50 }),
+      value: fc.integer({ min: 0, max: 3 }),
+    }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("delete" as const), key }) },
   {
@@ -23,20 +28,24 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 describe("DueTimes", () => {
   // The model: a plain map, scanned. Keys due at the same time may come out in any order.
   test.prop([fc.array(op, { maxLength: 400 })], { numRuns: 300 })(
-    "returns exactly the keys a map of due times would, earliest first",
+    "returns exactly the keys a map of due times would, earliest first, each with its last value",
     (ops) => {
-      const times = new DueTimes();
+      const times = new DueTimes<number>();
       const model = new Map<string, number>();
+      const values = new Map<string, number>();
       for (const step of ops) {
         if (step.op === "set") {
-          times.set(step.key, step.at);
+          times.set(step.key, step.at, step.value);
           model.set(step.key, step.at);
+          values.set(step.key, step.value);
         } else if (step.op === "delete") {
           times.delete(step.key);
           model.delete(step.key);
         } else {
-          const taken = times.takeDue(step.now);
+          const entries = times.takeDueEntries(step.now);
+          const taken = entries.map((entry) => entry.key);
           const expected = [...model].filter(([, at]) => at <= step.now);
+          for (const entry of entries) expect(entry.value).toBe(values.get(entry.key));
           for (const [k] of expected) model.delete(k);
           expect([...taken].sort()).toEqual(expected.map(([k]) => k).sort());
           const dueOf = new Map(expected);
