@@ -1,5 +1,4 @@
 // Minimal HTTP(S) GET for readiness probes (before a KubeConfig is worth building).
-
 import { request as httpsRequest } from "node:https";
 import { http } from "../node-http.ts";
 

@@ -10,16 +10,14 @@
  *
  * Hand-written: Effect has no mutable priority queue, and this is forty lines.
  */
-interface Entry<V> {
-  readonly at: number;
-  readonly key: string;
-  readonly value: V | undefined;
-}
-
 /** A key whose time came, with the value its time was set with. */
 export interface DueEntry<V> {
   readonly key: string;
   readonly value: V | undefined;
+}
+
+interface Entry<V> extends DueEntry<V> {
+  readonly at: number;
 }
 
 /**
@@ -53,13 +51,8 @@ export class DueTimes<V = never> {
     return this.#heap[0]?.at;
   }
 
-  /** Removes and returns the keys due at or before `now`, earliest first. */
-  takeDue(now: number): string[] {
-    return this.takeDueEntries(now).map((entry) => entry.key);
-  }
-
-  /** `takeDue`, each key with its value. */
-  takeDueEntries(now: number): DueEntry<V>[] {
+  /** Removes and returns the keys due at or before `now`, earliest first, each with its value. */
+  takeDue(now: number): DueEntry<V>[] {
     const due: DueEntry<V>[] = [];
     for (;;) {
       this.#dropStale();

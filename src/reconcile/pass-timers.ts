@@ -68,7 +68,7 @@ export class PassTimers {
 
   /** Removes and answers the keys due at or before `now`, earliest first, each once. */
   takeDue(now: number): DueKey[] {
-    return this.#due.takeDueEntries(now).map(({ key, value }) => ({ key, reason: value ?? "poll" }));
+    return this.#due.takeDue(now).map(({ key, value }) => ({ key, reason: value ?? "poll" }));
   }
 
   #set(key: string, at: number, reason: RequeueReason): void {

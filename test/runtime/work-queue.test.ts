@@ -125,7 +125,7 @@ const dueSource = () => {
   const times = new DueTimes();
   const source: DueSource = {
     nextDue: () => times.next(),
-    takeDue: (now) => times.takeDue(now),
+    takeDue: (now) => times.takeDue(now).map((entry) => entry.key),
     get dueCount() {
       return times.size;
     },

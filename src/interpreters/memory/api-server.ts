@@ -75,6 +75,12 @@ const sameJson = (a: JsonValue | undefined, b: JsonValue | undefined): boolean =
 
 export const keyOf = (namespace: string, name: string): string => `${namespace}/${name}`;
 
+/** The key of an object this server stored or emitted (its namespace and name are always set). */
+export const storedKeyOf = (object: JsonObject): string => {
+  const metadata = metadataOf(object);
+  return keyOf(String(metadata.namespace), String(metadata.name));
+};
+
 const isJsonPatch = (
   patch: JsonObject | ReadonlyArray<JsonPatchOperation>,
 ): patch is ReadonlyArray<JsonPatchOperation> => Array.isArray(patch);

@@ -22,7 +22,7 @@ import { Answer, answer, driveSync, type PassRequest, type Step, start } from ".
 import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../../reconcile/scheduler.ts";
 import { undecodedChangeFacts } from "../../reconcile/settled-facts.ts";
 import { readFacts, type TaskFacts, type TaskKind } from "../../reconcile/task-kind.ts";
-import type { MemoryApiServer, WatchEvent } from "./api-server.ts";
+import { type MemoryApiServer, storedKeyOf, type WatchEvent } from "./api-server.ts";
 import type { FakeClock } from "./clock.ts";
 import { MemoryWrites } from "./memory-writes.ts";
 import type { JsonObject } from "./merge-patch.ts";
@@ -266,8 +266,7 @@ export class SimulatedController<Task> {
 
   #onWatch(event: Pick<WatchEvent, "type" | "object">): void {
     const { kind } = this.#options;
-    const meta = (event.object.metadata ?? {}) as { readonly namespace?: unknown; readonly name?: unknown };
-    const key = `${String(meta.namespace)}/${String(meta.name)}`;
+    const key = storedKeyOf(event.object);
     // As the runtime: a finished task seen first waits for its TTL undecoded (reconcile/settled-facts.ts).
     const settled = undecodedChangeFacts(kind, this.#scheduler, {
       type: event.type,
