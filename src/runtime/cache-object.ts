@@ -13,7 +13,13 @@
  * its run IDs) cannot be told apart from shared ones, so the table is cleared whenever it reaches 4,096
  * entries. A value repeated across objects is back in it after its next use, and the unique ones stop
  * costing a table entry each: with 10,000 tasks cached the table held ~25,000 entries (~0.9 MB) at
- * 50,000. Sharing is an optimisation, never needed for correctness.
+ * 50,000.
+ *
+ * Small objects and arrays made only of values seen before (a task's config, its finalizers, its
+ * annotations) are shared the same way, by their JSON, and frozen: 10,000 tasks of one kind hold one
+ * `{ onDemandSnapshot: { type: "full" } }`. One value never seen before (an Etcd's name, a run ID) keeps
+ * its object out of the table, so unique objects cost no entry. Sharing is an optimisation, never needed
+ * for correctness: a cached object is read, never changed, by everything that gets it.
  */
 import { isKubeObject, type KubeObject } from "../kube/object.ts";
 
@@ -22,34 +28,77 @@ const maxShared = 4_096;
 const maxSharedLength = 64;
 const unique = new Set(["name", "uid", "resourceVersion", "generateName"]);
 
+const maxSharedFields = 8;
+const maxSharedJson = 256;
+
 let canonical = new Map<string, string>();
+let canonicalObjects = new Map<string, object>();
+/** Set while copying when a value was not in its table yet: the object holding it stays unshared. */
+let unseen = false;
 
 const share = (value: string): string => {
-  if (value.length > maxSharedLength) return value;
+  if (value.length > maxSharedLength) {
+    unseen = true;
+    return value;
+  }
   const known = canonical.get(value);
   if (known !== undefined) return known;
+  unseen = true;
   if (canonical.size >= maxShared) canonical = new Map();
   canonical.set(value, value);
   return value;
 };
 
+/** `copy` (whose values were all seen before), or the equal object the table already holds. */
+const shareObject = (copy: object, fields: number): object => {
+  if (fields > maxSharedFields) return copy;
+  const json = JSON.stringify(copy);
+  if (json.length > maxSharedJson) return copy;
+  const known = canonicalObjects.get(json);
+  if (known !== undefined) return known;
+  unseen = true;
+  if (canonicalObjects.size >= maxShared) canonicalObjects = new Map();
+  canonicalObjects.set(json, Object.freeze(copy));
+  return copy;
+};
+
 /** A copy of a JSON value with its short strings shared; `metadata` marks the object's own metadata. */
 const shared = (value: unknown, metadata: boolean): unknown => {
   if (typeof value === "string") return share(value);
-  if (Array.isArray(value)) return value.map((item) => shared(item, false));
   if (typeof value !== "object" || value === null) return value;
+  const outer = unseen;
+  unseen = false;
+  const copy = metadata ? sharedFields(value, true) : sharedValue(value);
+  unseen ||= outer;
+  return copy;
+};
+
+/** A copy of an array or object (not an object's own metadata), shared when all its values were. */
+const sharedValue = (value: object): unknown => {
+  if (Array.isArray(value)) {
+    const copy = value.map((item) => shared(item, false));
+    return unseen ? copy : shareObject(copy, copy.length);
+  }
+  const copy = sharedFields(value, false);
+  return unseen ? copy : shareObject(copy, Object.keys(copy).length);
+};
+
+const sharedFields = (value: object, metadata: boolean): Record<string, unknown> => {
   const copy: Record<string, unknown> = {};
   for (const [key, field] of Object.entries(value)) {
     if (metadata && key === "managedFields") continue;
     if (metadata && unique.has(key)) copy[key] = field;
-    else if (metadata && key === "annotations" && typeof field === "object" && field !== null) {
-      const annotations: Record<string, unknown> = {};
-      for (const [name, text] of Object.entries(field))
-        if (name !== lastApplied) annotations[name] = shared(text, false);
-      copy[key] = annotations;
-    } else copy[key] = shared(field, false);
+    else if (metadata && key === "annotations") copy[key] = shared(withoutLastApplied(field), false);
+    else copy[key] = shared(field, false);
   }
   return copy;
+};
+
+const withoutLastApplied = (annotations: unknown): unknown => {
+  if (typeof annotations !== "object" || annotations === null || !(lastApplied in annotations))
+    return annotations;
+  const { [lastApplied]: _, ...rest } = annotations;
+  return rest;
 };
 
 /** The object as the cache keeps it (a new object; the argument is not changed). */
