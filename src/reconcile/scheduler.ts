@@ -84,6 +84,8 @@ export interface SchedulerOptions {
 export interface TaskChange {
   readonly type: "ADDED" | "MODIFIED" | "DELETED";
   readonly facts: TaskFacts;
+  /** The task's key as the caller's cache holds it (`taskKeyOf(facts)` when absent): one string per task. */
+  readonly key?: string;
   readonly own?: boolean;
   /**
    * The caller's clock. Given, a settled task (settled.ts) is not woken: it is due when its TTL runs
@@ -350,7 +352,7 @@ export class TaskScheduler<K extends Kept = Kept> {
    */
   changed(change: TaskChange): ChangeAnswer {
     const { facts, type } = change;
-    const key = taskKeyOf(facts);
+    const key = change.key ?? taskKeyOf(facts);
     const uid = facts.metadata.uid;
     const group = groupKeyOf(facts);
     const wake: Wake[] = [];

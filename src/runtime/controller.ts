@@ -36,7 +36,7 @@ import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { performOnCluster } from "../interpreters/kubernetes/perform.ts";
 import type { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
 import { kubeClientOf } from "../kube/kube-client-node.ts";
-import { type KubeObject, objectKey } from "../kube/object.ts";
+import type { KubeObject } from "../kube/object.ts";
 import type { Phase, PhaseOutcome } from "../machine/types.ts";
 import { factsAfterWrite } from "../reconcile/facts-after-write.ts";
 import { carriesForeignChange } from "../reconcile/foreign-change.ts";
@@ -382,8 +382,7 @@ export const runController = <Task, R>(
     yield* informer.changes.pipe(
       Stream.runForEach((change) =>
         Effect.gen(function* () {
-          const object = change.object;
-          const key = objectKey(object.metadata.namespace, object.metadata.name);
+          const { object, key } = change;
           // A finished task seen first (a takeover) waits for its TTL undecoded; its timer's pass decodes it.
           const settled = undecodedChangeFacts(kind, scheduler, { type: change.type, key, object });
           const read = settled === undefined ? readTask(kind, object) : undefined;
@@ -399,7 +398,7 @@ export const runController = <Task, R>(
           }
           yield* reportForeignWrites(foreign.drain(), recorder, observer);
           const now = yield* Clock.currentTimeMillis;
-          const { wake, orphaned } = scheduler.changed({ type: change.type, facts, now });
+          const { wake, orphaned } = scheduler.changed({ type: change.type, key, facts, now });
           // A settled task (reconcile/settled.ts) needs no pass until its TTL runs out: it is due then.
           yield* queue.dueChanged;
           // The pass this wakes decodes nothing again (unless the cache has a newer copy by then).

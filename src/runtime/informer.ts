@@ -62,6 +62,11 @@ export type ChangeType = "ADDED" | "MODIFIED" | "DELETED";
 export interface Change {
   readonly type: ChangeType;
   /**
+   * `namespace/name`, the very string the cache is keyed by: a consumer that keeps per-object state keys
+   * it with this one, so 10,000 cached objects hold one key string each, not one per table.
+   */
+  readonly key: string;
+  /**
    * ADDED/MODIFIED: the cached object after the change (the freshest known state, which may be a newer
    * upserted write than the event itself). DELETED: the object's last state (from the watch event, or
    * the last cached one for a delete found by a relist).
@@ -223,8 +228,8 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
     const synced = yield* Deferred.make<void>();
     let restartSignal = yield* Deferred.make<void>();
 
-    const emit = (type: ChangeType, object: KubeObject): void => {
-      const change: Change = { type, object };
+    const emit = (type: ChangeType, key: string, object: KubeObject): void => {
+      const change: Change = { type, key, object };
       for (const queue of subscribers) Queue.offerUnsafe(queue, change);
     };
 
@@ -246,14 +251,14 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       const entry = cache.get(key);
       if (entry === undefined) {
         cache.set(key, { object, delivered: version });
-        emit("ADDED", object);
+        emit("ADDED", key, object);
         return;
       }
       if (entry.object.metadata.uid !== object.metadata.uid) {
         // Only a relist can show a re-created namesake without the DELETED of the old one.
         cache.set(key, { object, delivered: version });
-        emit("DELETED", entry.object);
-        emit("ADDED", object);
+        emit("DELETED", key, entry.object);
+        emit("ADDED", key, object);
         return;
       }
       const versusDelivered = compareResourceVersions(version, entry.delivered);
@@ -264,7 +269,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       const echo = entry.own?.has(version) === true;
       pruneOwn(entry, version);
       if (echo && suppressEchoes) return;
-      emit("MODIFIED", entry.object);
+      emit("MODIFIED", key, entry.object);
     };
 
     const observeDeleted = (object: KubeObject): void => {
@@ -278,7 +283,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
         return; // the cache already holds a newer namesake
       }
       cache.delete(key);
-      emit("DELETED", object);
+      emit("DELETED", key, object);
     };
 
     const applyList = (listed: ListResult): void => {
@@ -293,7 +298,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
         if (compareResourceVersions(entry.object.metadata.resourceVersion, listed.resourceVersion) === 1)
           continue;
         cache.delete(key);
-        emit("DELETED", entry.object);
+        emit("DELETED", key, entry.object);
       }
       resourceVersion = listed.resourceVersion;
     };
@@ -570,8 +575,8 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
             Queue.endUnsafe(queue);
             return;
           }
-          for (const entry of cache.values())
-            Queue.offerUnsafe(queue, { type: "ADDED", object: entry.object });
+          for (const [key, entry] of cache)
+            Queue.offerUnsafe(queue, { type: "ADDED", key, object: entry.object });
           subscribers.add(queue);
         }),
         () => Effect.sync(() => subscribers.delete(queue)),

@@ -31,7 +31,13 @@ const eventually = (what: string, check: () => boolean, timeoutMs = 10_000) =>
   });
 
 const names = (objects: ReadonlyArray<KubeObject>) => objects.map((o) => o.metadata.name).sort();
-const summary = (changes: ReadonlyArray<Change>) => changes.map((c) => `${c.type} ${c.object.metadata.name}`);
+/** Each change's type and name; a key that is not its object's `namespace/name` shows as a mismatch. */
+const summary = (changes: ReadonlyArray<Change>) =>
+  changes.map((c) =>
+    c.key === `${c.object.metadata.namespace}/${c.object.metadata.name}`
+      ? `${c.type} ${c.object.metadata.name}`
+      : `${c.type} key ${c.key} of ${c.object.metadata.name}`,
+  );
 const label = (object: KubeObject | undefined, key: string) =>
   (object?.metadata.labels as Record<string, string> | undefined)?.[key];
 
