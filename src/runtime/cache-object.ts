@@ -84,7 +84,10 @@ const sharedValue = (value: object): unknown => {
 };
 
 const sharedFields = (value: object, metadata: boolean): Record<string, unknown> => {
-  const copy: Record<string, unknown> = {};
+  // A spread copy takes the parsed object's shape, sized to its fields; one built field by field from
+  // `{}` keeps the fields past its fourth in an extra array (~30 B more per object). The metadata loses
+  // its managedFields, so it is built field by field.
+  const copy: Record<string, unknown> = metadata ? {} : { ...value };
   for (const [key, field] of Object.entries(value)) {
     if (metadata && key === "managedFields") continue;
     if (metadata && unique.has(key)) copy[key] = field;
@@ -103,7 +106,7 @@ const withoutLastApplied = (annotations: unknown): unknown => {
 
 /** The object as the cache keeps it (a new object; the argument is not changed). */
 export const cacheObject = (object: KubeObject): KubeObject => {
-  const copy: Record<string, unknown> = {};
+  const copy: Record<string, unknown> = { ...object };
   for (const [key, field] of Object.entries(object)) copy[key] = shared(field, key === "metadata");
   return isKubeObject(copy) ? copy : object;
 };
