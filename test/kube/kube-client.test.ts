@@ -1,8 +1,8 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, get, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createNetServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { toKubeError } from "../../src/kube/errors.ts";
-import { ApiCallError, type KubeClient, makeKubeClient } from "../../src/kube/kube-client.ts";
+import { ApiCallError, type KubeClient, makeKubeClient, readText } from "../../src/kube/kube-client.ts";
 
 interface Seen {
   readonly method: string;
@@ -105,6 +105,31 @@ describe("KubeClient.request", () => {
     const refused = await nobody.request({ method: "GET", path: "/api/v1/x" }).catch((e: unknown) => e);
     expect(toKubeError(refused)).toMatchObject({ reason: "Transient", code: 0 });
     expect(toKubeError(refused).message).toMatch(/ECONNREFUSED/);
+  });
+
+  it("reads a whole answer and leaves no listener on it to keep its text reachable", async () => {
+    const body = JSON.stringify({ items: Array.from({ length: 200 }, (_, i) => ({ name: `item-${i}` })) });
+    await serve((_, response) => {
+      response.writeHead(200, { "Content-Type": "application/json" });
+      // In several chunks, as a LIST page arrives.
+      response.write(body.slice(0, 1000));
+      setTimeout(() => response.end(body.slice(1000)), 10);
+    });
+    const address = server?.address();
+    const port = typeof address === "object" && address !== null ? address.port : 0;
+    const response = await new Promise<IncomingMessage>((resolve) =>
+      get(`http://127.0.0.1:${port}/x`, resolve),
+    );
+    const events = ["data", "end", "close"];
+    const before = events.map((event) => [event, response.listenerCount(event)]);
+    const errorsBefore = response.listeners("error");
+    expect(await readText(response)).toBe(body);
+    // A request's abort signal keeps its response reachable; a listener of ours left on the response
+    // kept the text (the last LIST page, for as long as the next one took). Node's own may stay, and
+    // one that takes late errors and captures nothing.
+    expect(events.map((event) => [event, response.listenerCount(event)])).toEqual(before);
+    const added = response.listeners("error").filter((listener) => !errorsBefore.includes(listener));
+    expect(added.map((listener) => listener.name)).toEqual(["ignoreLateError"]);
   });
 
   it("an aborted request rejects", async () => {
