@@ -384,7 +384,7 @@ export const runController = <Task, R>(
         Effect.gen(function* () {
           const { object, key } = change;
           // A finished task seen first (a takeover) waits for its TTL undecoded; its timer's pass decodes it.
-          const settled = undecodedChangeFacts(kind, scheduler, { type: change.type, key, object });
+          const settled = undecodedChangeFacts(kind, scheduler, change);
           const read = settled === undefined ? readTask(kind, object) : undefined;
           const facts = settled ?? read?.facts;
           if (facts === undefined) {

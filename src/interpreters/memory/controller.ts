@@ -277,7 +277,7 @@ export class SimulatedController<Task> {
     if (facts === undefined) return;
     const own = this.#writes.isOwn(facts.metadata.resourceVersion);
     const now = this.#options.clock.now();
-    const { wake, orphaned } = this.#scheduler.changed({ type: event.type, facts, own, now });
+    const { wake, orphaned } = this.#scheduler.changed({ type: event.type, key, facts, own, now });
     if (orphaned !== undefined) {
       const parked = this.#parked.get(key);
       if (parked !== undefined) {
