@@ -79,7 +79,9 @@ function apiserverArgs(o: KubeApiserverOptions, port: number, certDir: string): 
     `--secure-port=${port}`,
     "--bind-address=127.0.0.1",
     "--advertise-address=127.0.0.1",
-    "--service-cluster-ip-range=10.0.0.0/24",
+    // Services take addresses from 198.18.0.0/15 (reserved for benchmarking, never routed), never from
+    // a private or public range: a local node's pods and Services must not collide with real networks.
+    "--service-cluster-ip-range=198.19.0.0/24",
     "--allow-privileged=true",
     "--authorization-mode=RBAC",
     `--token-auth-file=${join(o.dir, "tokens.csv")}`,

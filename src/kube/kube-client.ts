@@ -25,7 +25,7 @@ export interface Credentials {
 }
 
 export interface KubeClientSource {
-  /** The apiserver's base URL, e.g. `https://10.0.0.1:443` (a path prefix is kept). */
+  /** The apiserver's base URL, e.g. `https://198.19.0.1:443` (a path prefix is kept). */
   readonly server: string;
   readonly credentials: () => Promise<Credentials>;
   /**

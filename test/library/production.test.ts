@@ -138,7 +138,7 @@ describe("a controller with its production wiring, on a real API server", () => 
     namespace = await createTestNamespace(kc, "production");
     await kc.makeApiClient(CoreV1Api).createNamespacedConfigMap({
       namespace,
-      body: { metadata: { name: "targets" }, data: { db: "10.0.0.7" } },
+      body: { metadata: { name: "targets" }, data: { db: "198.18.0.7" } },
     });
     controller = await runTaskController({
       kind: choreKind,
@@ -188,8 +188,8 @@ describe("a controller with its production wiring, on a real API server", () => 
       };
       return object.status?.state === "Succeeded" ? object : undefined;
     });
-    expect(task.status?.lastOperation?.description).toBe("Pinged 10.0.0.7");
-    expect(read[0]).toMatchObject({ metadata: { name: "targets" }, data: { db: "10.0.0.7" } });
+    expect(task.status?.lastOperation?.description).toBe("Pinged 198.18.0.7");
+    expect(read[0]).toMatchObject({ metadata: { name: "targets" }, data: { db: "198.18.0.7" } });
     expect(read[1]).toBeUndefined();
     expect(contexts[0]?.attempt).toBe(1);
     expect(contexts[0]?.phase).toBe("execute");
@@ -202,7 +202,7 @@ describe("a controller with its production wiring, on a real API server", () => 
       const found = list.items.filter((event) => event.reason === "TargetResolved");
       return found.length > 0 ? found : undefined;
     });
-    expect(events[0]?.note).toBe("db is 10.0.0.7");
+    expect(events[0]?.note).toBe("db is 198.18.0.7");
     // point 6: our writes carry the configured field manager, and only it.
     const managers = new Set((task.metadata.managedFields ?? []).map((entry) => entry.manager));
     expect(managers.has("chore-operator")).toBe(true);
