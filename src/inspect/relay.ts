@@ -8,7 +8,8 @@
  *
  * Here only the publisher (the controller's own socket adapter, which holds `publishUrl` and its
  * token) may send; viewers only receive. Host and Origin are checked on every request (relay-guard.ts
- * says why), and the replay history is bounded in bytes (relay-history.ts).
+ * says why), the replay history is bounded in bytes (relay-history.ts), and so is what the relay holds
+ * for each viewer, and the number of viewers (relay-viewers.ts).
  */
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -17,6 +18,7 @@ import { type RawData, type WebSocket, WebSocketServer } from "ws";
 import { http } from "../node-http.ts";
 import { isAllowedOrigin, isLoopbackHost, PublishPath, presentsToken } from "./relay-guard.ts";
 import { DefaultHistoryLimits, RelayHistory } from "./relay-history.ts";
+import { DefaultViewerLimits, RelayViewers } from "./relay-viewers.ts";
 
 export { RelayHistory } from "./relay-history.ts";
 
@@ -31,6 +33,10 @@ export interface RelayOptions {
   readonly maxActors?: number;
   /** Bound on the replay history (see relay-history.ts). */
   readonly maxHistoryBytes?: number;
+  /** Live bytes a viewer may leave unread beyond its replay before it is disconnected (relay-viewers.ts). */
+  readonly maxViewerBacklogBytes?: number;
+  /** Viewers connected at once; the next is closed with 1013 and a reason. */
+  readonly maxViewers?: number;
 }
 
 export interface Relay {
@@ -41,6 +47,8 @@ export interface Relay {
   /** `http://host:port/`, the page to open in a browser. */
   readonly page: string;
   readonly port: number;
+  /** Unsent bytes the relay holds for each connected viewer. */
+  readonly viewerBacklogs: () => number[];
   readonly stop: () => Promise<void>;
 }
 
@@ -81,6 +89,12 @@ export const bridgePage = (viewerUrl: string): string => `<!DOCTYPE html>
       }
     });
     const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host);
+    ws.onclose = (event) => {
+      const notice = document.createElement('p');
+      notice.style.cssText = 'position: fixed; top: 0; left: 0; right: 0; padding: 4px; background: #fde68a; font: 14px sans-serif';
+      notice.textContent = 'Disconnected from the relay' + (event.reason ? ': ' + event.reason : ' (code ' + event.code + ')') + '. Reload to reconnect.';
+      document.body.appendChild(notice);
+    };
     ws.onmessage = (event) => {
       const data = JSON.parse(event.data);
       if (connected) iframe.contentWindow.postMessage(data, '*');
@@ -117,6 +131,10 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
     response.writeHead(404, { "content-type": "text/plain" });
     response.end("not found\n");
   });
+  const viewers = new RelayViewers({
+    maxBacklogBytes: options.maxViewerBacklogBytes ?? DefaultViewerLimits.maxBacklogBytes,
+    maxViewers: options.maxViewers ?? DefaultViewerLimits.maxViewers,
+  });
   const wss = new WebSocketServer({ noServer: true, maxPayload: MaxMessageBytes });
   const publishers = new Set<WebSocket>();
   server.on("upgrade", (request: IncomingMessage, socket: Socket, head: Buffer) => {
@@ -135,7 +153,8 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
   wss.on("connection", (client: WebSocket) => {
     client.on("error", () => {});
     if (!publishers.has(client)) {
-      for (const message of history.replay()) client.send(message);
+      if (!viewers.admit(client, history.replay())) return;
+      client.once("close", () => viewers.remove(client));
       // A viewer only receives: whatever it sends is policy violation.
       client.on("message", () => client.close(1008, "viewers may not publish"));
       return;
@@ -144,8 +163,7 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
     client.on("message", (data: RawData) => {
       const message = text(data);
       history.record(message);
-      for (const other of wss.clients)
-        if (!publishers.has(other) && other.readyState === other.OPEN) other.send(message);
+      viewers.broadcast(message);
     });
   });
 
@@ -168,6 +186,7 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
     publishUrl: `ws://${authority}${PublishPath}?token=${token}`,
     page: `http://${authority}/`,
     port,
+    viewerBacklogs: () => viewers.backlogs(),
     stop: () => {
       stopping ??= new Promise<void>((resolve) => {
         for (const client of wss.clients) client.terminate();
