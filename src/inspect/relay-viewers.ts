@@ -36,7 +36,7 @@ export interface ViewerLimits {
 }
 
 export const DefaultViewerLimits: ViewerLimits = {
-  // Eight messages of the relay's largest size (1 MiB): a reading browser on loopback never gets close.
+  // Eight messages of the relay's largest size (1 MiB); the controller publishes a pass (a few KB) at a time.
   maxBacklogBytes: 8 * 1024 * 1024,
   // A developer's few tabs and a CLI. The relay holds at most maxViewers × (history bound + backlog).
   maxViewers: 8,
