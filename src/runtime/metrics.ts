@@ -14,13 +14,17 @@
  * - `opstask_api_unreachable_seconds`: how long the API server has not answered (0 while it does);
  * - `opstask_foreign_writes_total{manager,field}`: tasks another controller wrote (foreign-writers.ts);
  * - `opstask_leader`: 1 while this instance leads (or runs without leader election);
- * - Node's process metrics (`opstask_process_*`, `opstask_nodejs_*`).
+ * - Node's process metrics (`opstask_process_*`, `opstask_nodejs_*`); of the event loop's, the lag
+ *   measured when scraped (`nodejs_eventloop_lag_seconds`) and `nodejs_eventloop_utilization` since the
+ *   last scrape, not prom-client's delay histogram (`eventLoopFigures`).
  */
+import { performance } from "node:perf_hooks";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { Pass } from "../reconcile/pass.ts";
 import { boundedLabels, type SeriesLabels, SeriesTracker } from "./metric-series.ts";
+import { MaxTimerDelayMs } from "./timer-limit.ts";
 import type { WorkQueueMetrics } from "./work-queue.ts";
 
 export type TaskLabels = SeriesLabels;
@@ -71,6 +75,38 @@ export interface ControllerMetricsOptions {
   readonly groupLabel?: string;
 }
 
+/**
+ * prom-client samples the event loop's delay with a timer (`monitorEventLoopDelay`, every 10 ms by
+ * default): ~100 wake-ups a second of a process that otherwise sleeps until something is due. Its
+ * timer is set to the longest a timer holds (it never fires) and the gauges read from its histogram
+ * are left out; the loop's figures are taken when scraped instead: the lag of one turn then (prom-
+ * client's `nodejs_eventloop_lag_seconds`) and the share of time the loop was busy since the last
+ * scrape (`performance.eventLoopUtilization`, counted by libuv without waking).
+ */
+const eventLoopFigures = (registry: Registry, prefix: string): void => {
+  for (const name of [
+    "nodejs_eventloop_lag_min_seconds",
+    "nodejs_eventloop_lag_max_seconds",
+    "nodejs_eventloop_lag_mean_seconds",
+    "nodejs_eventloop_lag_stddev_seconds",
+    "nodejs_eventloop_lag_p50_seconds",
+    "nodejs_eventloop_lag_p90_seconds",
+    "nodejs_eventloop_lag_p99_seconds",
+  ])
+    registry.removeSingleMetric(`${prefix}${name}`);
+  let since = performance.eventLoopUtilization();
+  new Gauge({
+    name: `${prefix}nodejs_eventloop_utilization`,
+    help: "Share of the time the event loop was busy since the last scrape (0 to 1)",
+    registers: [registry],
+    collect() {
+      const now = performance.eventLoopUtilization();
+      this.set(performance.eventLoopUtilization(now, since).utilization);
+      since = now;
+    },
+  });
+};
+
 const reservedLabels = new Set(["type", "state", "namespace", "le", "quantile"]);
 
 /** A Prometheus label name for an admission group's word: `admission group` → `admission_group`. */
@@ -96,7 +132,8 @@ export const makeControllerMetrics = (
       `metric label ${JSON.stringify(groupLabel)} for the admission group is not a free Prometheus label name (letters, digits, _; not type, state, namespace)`,
     );
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix });
+  collectDefaultMetrics({ register: registry, prefix, eventLoopMonitoringPrecision: MaxTimerDelayMs });
+  eventLoopFigures(registry, prefix);
   const taskLabels = ["type", "state", groupLabel, "namespace"];
   /** The metric's labels of a task's (whose admission group is under `etcd` inside). */
   const promLabels = (labels: TaskLabels): Record<string, string> => ({
