@@ -449,6 +449,7 @@ export const runController = <Task, R>(
 
     // Level-triggered safety net: re-derive every task's next step now and then. Not at the start:
     // the first LIST's ADDED changes cover every task then (a second pass each would double a takeover).
+    // Periodic on purpose (10 min by default): a change the watch missed is caught here at the latest.
     const resyncEvery = options.resyncInterval ?? Duration.minutes(10);
     yield* Effect.gen(function* () {
       yield* Effect.sleep(resyncEvery);

@@ -418,7 +418,11 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
         });
       });
 
-    /** Resolves when nothing arrived for `watchdogMs` (checked in quarters of it). */
+    /**
+     * Resolves when nothing arrived for `watchdogMs` (checked in quarters of it). Periodic on purpose
+     * (every 30 s by default): a watch whose connection died silently sends nothing, and only this
+     * notices; the server's bookmarks keep a healthy idle watch from tripping it.
+     */
     const watchdog = Effect.gen(function* () {
       let seen = activity;
       let quiet = 0;

@@ -289,7 +289,10 @@ export const runLeaderElection = (
       }
     });
 
-    /** Renews until it fails; returns why leadership is lost. */
+    /**
+     * Renews until it fails; returns why leadership is lost. Periodic on purpose (every retryPeriod,
+     * 2 s by default as client-go's): a standby takes the Lease leaseDuration after the last renewal.
+     */
     const renewUntilLost = (acquiredAt: number) =>
       Effect.gen(function* () {
         let lastRenewal = acquiredAt;

@@ -118,6 +118,8 @@ export const startMetricsServer = async (
   });
   if (fromFiles) {
     let seen = [modified(options.certFile), modified(options.keyFile)];
+    // Periodic on purpose (30 s by default), and only with certificate files: a renewed pair is served
+    // without a restart.
     const reload = setInterval(() => {
       const now = [modified(options.certFile), modified(options.keyFile)];
       if (now[0] === seen[0] && now[1] === seen[1]) return;
