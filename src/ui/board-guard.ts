@@ -7,8 +7,13 @@
  *   a port-forward to another local port works;
  * - Origin, when the browser sends one, is the board's own; `Sec-Fetch-Site` of a data request is
  *   `same-origin` (or absent/`none` for tools): other sites' pages get nothing, not even over SSE;
- * - the token printed at start: from `?token=` on the page (then kept in an HttpOnly, SameSite=Strict
- *   cookie), or an `Authorization: Bearer` header (tools);
+ * - data (`/api/…`) needs the token printed at start, as an `Authorization: Bearer` header, from tools
+ *   and from the page alike. The page takes it from its `?token=` and keeps it in sessionStorage, which
+ *   browsers scope to the page's origin, port included. Never a cookie: cookies ignore ports (RFC 6265
+ *   §8.5), so a board cookie on 127.0.0.1 would reach every other server on 127.0.0.1 the browser visits;
+ *   a header is sent only by the page's own requests. The page and its assets are code without data,
+ *   served without the token (a reload of the page, whose address no longer shows it, must load);
+ *   a wrong `?token=` on them is refused, so a mistyped URL says so at once;
  * - reads only (GET, HEAD): the board takes no input that could reach another viewer.
  */
 import { timingSafeEqual } from "node:crypto";
@@ -17,7 +22,6 @@ export interface GuardConfig {
   /** Host names accepted in the Host header (its port aside); undefined accepts any (a wildcard bind). */
   readonly hosts: ReadonlySet<string> | undefined;
   readonly token: string;
-  readonly cookie: string;
 }
 
 export interface GuardRequest {
@@ -29,8 +33,6 @@ export interface GuardRequest {
 
 export type Verdict =
   | { readonly _tag: "allow" }
-  /** A valid `?token=` on a page: set the cookie and redirect to the same path without it. */
-  | { readonly _tag: "login"; readonly location: string }
   | { readonly _tag: "refuse"; readonly status: 400 | 401 | 403 | 405; readonly reason: string };
 
 const header = (request: GuardRequest, name: string): string | undefined => {
@@ -42,14 +44,6 @@ const sameToken = (given: string, token: string): boolean => {
   const a = Buffer.from(given);
   const b = Buffer.from(token);
   return a.length === b.length && timingSafeEqual(a, b);
-};
-
-const cookieValue = (cookies: string | undefined, name: string): string | undefined => {
-  for (const part of (cookies ?? "").split(";")) {
-    const at = part.indexOf("=");
-    if (at > 0 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim();
-  }
-  return undefined;
 };
 
 /** The names a server bound to `host` answers to (undefined: any, for a wildcard address). */
@@ -76,15 +70,13 @@ export const checkRequest = (config: GuardConfig, request: GuardRequest): Verdic
   const site = header(request, "sec-fetch-site");
   if (isData && site !== undefined && site !== "same-origin" && site !== "none")
     return { _tag: "refuse", status: 403, reason: `a ${site} request may not read this board` };
-  const queryToken = url.searchParams.get("token");
-  if (queryToken !== null && !isData) {
-    if (!sameToken(queryToken, config.token))
-      return { _tag: "refuse", status: 401, reason: "wrong token: open the URL the controller printed" };
-    url.searchParams.delete("token");
-    return { _tag: "login", location: `${url.pathname}${url.search}` };
+  if (!isData) {
+    const queryToken = url.searchParams.get("token");
+    return queryToken === null || sameToken(queryToken, config.token)
+      ? { _tag: "allow" }
+      : { _tag: "refuse", status: 401, reason: "wrong token: open the URL the controller printed" };
   }
-  const bearer = /^Bearer (.+)$/i.exec(header(request, "authorization") ?? "")?.[1];
-  const given = bearer ?? cookieValue(header(request, "cookie"), config.cookie);
+  const given = /^Bearer (.+)$/i.exec(header(request, "authorization") ?? "")?.[1];
   if (given === undefined || !sameToken(given, config.token))
     return {
       _tag: "refuse",

@@ -3,7 +3,7 @@
  * the tasks as JSON, and a Server-Sent Events stream of task changes. Every request passes
  * `checkRequest` (board-guard.ts) first.
  *
- * Endpoints (GET; a token as cookie or `Authorization: Bearer`):
+ * Endpoints (GET; the token as `Authorization: Bearer`, board-guard.ts says why not a cookie):
  * - `/api/machine`: `{ states, edges, counts }`: the machine's states and edges from its definition,
  *   and how many tasks sit in each state now;
  * - `/api/machine.svg`: the machine drawn by Graphviz (the same as `opstask machine --format svg`);
@@ -98,7 +98,7 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
   const viewers = new Set<ServerResponse>();
   const dirty = new Set<string>();
   let svg: Promise<string> | undefined;
-  let guard: Parameters<typeof checkRequest>[0] | undefined;
+  const guard = { hosts: allowedHosts(options.host), token };
 
   const flush = (): void => {
     if (dirty.size === 0 || viewers.size === 0) {
@@ -166,7 +166,6 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
   };
 
   const server = http.createServer((request, response) => {
-    if (guard === undefined) return send(response, 503, "text/plain", "starting\n");
     const verdict = checkRequest(guard, {
       method: request.method ?? "",
       url: request.url ?? "/",
@@ -175,14 +174,6 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
     switch (verdict._tag) {
       case "refuse":
         return send(response, verdict.status, "text/plain; charset=utf-8", `${verdict.reason}\n`);
-      case "login":
-        response.writeHead(303, {
-          ...securityHeaders,
-          location: verdict.location,
-          "set-cookie": `${guard.cookie}=${token}; HttpOnly; SameSite=Strict; Path=/`,
-        });
-        response.end();
-        return;
       case "allow":
         route(new URL(request.url ?? "/", "http://board")).then(
           (reply) =>
@@ -211,7 +202,6 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
     throw error;
   });
   const { port } = server.address() as AddressInfo; // a TCP listener's address is an AddressInfo
-  guard = { hosts: allowedHosts(options.host), token, cookie: `opstask_board_${port}` };
   const shownHost =
     options.host === "0.0.0.0" || options.host === "::"
       ? "127.0.0.1"

@@ -35,6 +35,9 @@ const rowOf = (name: string) => `(() => {
   return row && Object.fromEntries([...row.cells].map((cell) => [cell.dataset.col, cell.textContent]));
 })()`;
 
+/** The options of a fetch by the board's page: its token, as the page sends it. */
+const withToken = "{ headers: { authorization: 'Bearer ' + sessionStorage.getItem('opstask-board-token') } }";
+
 const countOf = (state: string) =>
   `Number(document.querySelector('#machine g.node[data-state="${state}"]')?.dataset.count ?? -1)`;
 
@@ -151,7 +154,7 @@ describe("the task board in a browser", () => {
   it("shows a snapshot, a maintenance, a rejected duplicate and a failure live, with the machine's counts", async () => {
     const origin = new URL(boardUrl).origin;
     expect(await page.goto(boardUrl)).toBe(200);
-    // The token moved into a cookie: the address bar no longer shows it.
+    // The page keeps the token in this tab (board-guard.ts): the address bar no longer shows it.
     expect(await page.evaluate<string>("location.href")).toBe(`${origin}/`);
     await page.waitFor("document.querySelectorAll('#machine g.node').length > 20", "the machine drawn");
     await page.waitFor("document.getElementById('live').textContent === 'live'", "the event stream open");
@@ -205,7 +208,7 @@ describe("the task board in a browser", () => {
     expect(await page.evaluate<number>(countOf("execution.calling"))).toBe(0);
     // The page's counts are the JSON API's.
     const machine = (await page.evaluate<{ counts: Record<string, number> }>(
-      "fetch('/api/machine').then((r) => r.json())",
+      `fetch('/api/machine', ${withToken}).then((r) => r.json())`,
     )) as { counts: Record<string, number> };
     expect(machine.counts).toEqual({ retained: 5 });
 
@@ -239,14 +242,14 @@ describe("the task board in a browser", () => {
 
     // The same detail as JSON, for other tools.
     const detail = await page.evaluate<TaskDetail>(
-      `fetch('/api/tasks/${namespace}/slow-again').then((r) => r.json())`,
+      `fetch('/api/tasks/${namespace}/slow-again', ${withToken}).then((r) => r.json())`,
     );
     expect(detail.why).toMatch(/^Rejected: ERR_DUPLICATE_TASK/);
     expect(detail.history.flatMap((pass) => pass.transitions.map((step) => step.to))).toContain(
       "admission.gateDuplicate",
     );
     const list = await page.evaluate<{ tasks: TaskSummary[] }>(
-      "fetch('/api/tasks?state=Succeeded').then((r) => r.json())",
+      `fetch('/api/tasks?state=Succeeded', ${withToken}).then((r) => r.json())`,
     );
     expect(list.tasks.map((task) => task.name).sort()).toEqual(["maintenance", "slow", "snapshot"]);
 
@@ -256,15 +259,16 @@ describe("the task board in a browser", () => {
 
   it("refuses a missing or wrong token, a foreign Origin and a foreign Host", async () => {
     const origin = new URL(boardUrl).origin;
-    // A fresh browser profile has no cookie: the page and the API answer 401.
+    // A fresh browser profile has no token: the page (code, no data) says one is needed, the API 401.
     const stranger = await browser.newPage({ isolated: true });
-    expect(await stranger.goto(`${origin}/`)).toBe(401);
+    expect(await stranger.goto(`${origin}/`)).toBe(200);
     expect(await stranger.evaluate<string>("document.body.textContent")).toContain("a token is needed");
     expect(await stranger.goto(`${origin}/?token=not-the-token`)).toBe(401);
     expect(await stranger.goto(`${origin}/api/tasks`)).toBe(401);
 
-    // Another origin on the same machine (another port) in the browser that holds the cookie: the
-    // browser sends the cookie (same site), and the board refuses by Origin, for fetch and for SSE.
+    // Another origin on the same machine (another port) in the browser that has the board open: it has
+    // no token to send (board-token-scope.test.ts), and the board refuses it by Origin anyway, for
+    // fetch and for SSE.
     const foreign = await serveForeignPage(origin);
     try {
       const attacker = await browser.newPage();
@@ -298,7 +302,7 @@ describe("the task board in a browser", () => {
   }, 60_000);
 });
 
-/** A page on another origin of this machine that tries to read the board with the browser's cookie. */
+/** A page on another origin of this machine that tries to read the board with the browser's credentials. */
 const serveForeignPage = async (board: string): Promise<{ server: Server; url: string }> => {
   const script = `window.done = 0;
 fetch(${JSON.stringify(`${board}/api/tasks`)}, { credentials: "include" }).catch(() => {}).finally(() => window.done++);

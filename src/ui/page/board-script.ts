@@ -3,6 +3,9 @@
  * that the bundled controller (one file, no assets beside it) serves it too. Everything the server
  * sends is put into the page with `textContent` or SVG attributes, never parsed as HTML, so a task name
  * or an error text cannot inject markup. The page only reads: nothing it does reaches other viewers.
+ * The token comes from the page's `?token=`, stays in this tab's sessionStorage (scoped to the board's
+ * origin, port included) and rides as `Authorization: Bearer` on the page's own requests; so the event
+ * stream is read with fetch, as EventSource cannot send a header (board-guard.ts says why no cookie).
  */
 export const boardScript = `"use strict";
 (() => {
@@ -12,6 +15,19 @@ export const boardScript = `"use strict";
   let selected = new URLSearchParams(location.hash.slice(1)).get("task") || "";
   let detailTimer = 0;
   const nodes = new Map(); // machine state path -> <g>
+
+  const token = (() => {
+    const query = new URLSearchParams(location.search);
+    const given = query.get("token");
+    if (given === null) return sessionStorage.getItem("opstask-board-token") || "";
+    sessionStorage.setItem("opstask-board-token", given);
+    // Out of the address bar and the history.
+    query.delete("token");
+    const rest = query.toString();
+    history.replaceState(null, "", location.pathname + (rest === "" ? "" : "?" + rest) + location.hash);
+    return given;
+  })();
+  const request = { headers: { authorization: "Bearer " + token }, credentials: "omit", cache: "no-store" };
 
   const el = (tag, attrs, text) => {
     const node = document.createElement(tag);
@@ -30,14 +46,14 @@ export const boardScript = `"use strict";
   };
 
   const getJson = async (path) => {
-    const response = await fetch(path, { credentials: "same-origin", cache: "no-store" });
+    const response = await fetch(path, request);
     if (!response.ok) throw new Error(path + ": HTTP " + response.status);
     return response.json();
   };
 
   // ---- the machine ------------------------------------------------------------------------------
   const loadMachine = async () => {
-    const response = await fetch("/api/machine.svg", { credentials: "same-origin" });
+    const response = await fetch("/api/machine.svg", request);
     if (!response.ok) throw new Error("machine: HTTP " + response.status);
     const doc = new DOMParser().parseFromString(await response.text(), "image/svg+xml");
     const svg = document.importNode(doc.documentElement, true);
@@ -206,36 +222,72 @@ export const boardScript = `"use strict";
   };
 
   // ---- live -------------------------------------------------------------------------------------
-  const connect = () => {
-    const source = new EventSource("/api/events");
-    source.addEventListener("open", () => {
-      $("live").className = "online";
-      $("live").textContent = "live";
-    });
-    source.addEventListener("error", () => {
-      $("live").className = "offline";
-      $("live").textContent = "reconnecting…";
-    });
-    source.addEventListener("snapshot", (message) => {
+  const live = (online, text) => {
+    $("live").className = online ? "online" : "offline";
+    $("live").textContent = text;
+  };
+
+  const onEvent = (event, data) => {
+    if (event === "snapshot") {
       tasks.clear();
-      for (const task of JSON.parse(message.data)) tasks.set(task.key, task);
+      for (const task of JSON.parse(data)) tasks.set(task.key, task);
       renderList();
       detailSoon();
-    });
-    source.addEventListener("tasks", (message) => {
+    } else if (event === "tasks") {
       let touched = false;
-      for (const task of JSON.parse(message.data)) {
+      for (const task of JSON.parse(data)) {
         tasks.set(task.key, task);
         if (task.key === selected) touched = true;
       }
       renderList();
       if (touched) detailSoon();
-    });
+    }
+  };
+
+  /** One Server-Sent Events frame: its event name and data lines (comments and retry: ignored). */
+  const onFrame = (frame) => {
+    let event = "message";
+    const data = [];
+    for (const line of frame.split("\\n")) {
+      if (line.startsWith("event:")) event = line.slice(6).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
+    }
+    if (data.length > 0) onEvent(event, data.join("\\n"));
+  };
+
+  /** The event stream, read with fetch (for the header), reconnecting 2 s after it ends or fails. */
+  const connect = async () => {
+    for (;;) {
+      try {
+        const response = await fetch("/api/events", request);
+        if (!response.ok || response.body === null) throw new Error("HTTP " + response.status);
+        live(true, "live");
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          for (let end = buffer.indexOf("\\n\\n"); end >= 0; end = buffer.indexOf("\\n\\n")) {
+            onFrame(buffer.slice(0, end));
+            buffer = buffer.slice(end + 2);
+          }
+        }
+      } catch {
+        // Shown below; the loop reconnects.
+      }
+      live(false, "reconnecting…");
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
   };
 
   for (const id of ["filter-text", "filter-namespace", "filter-kind", "filter-state", "filter-released"])
     $(id).addEventListener("input", renderList);
   setInterval(renderList, 5000);
+  if (token === "") {
+    live(false, "a token is needed: open the URL the controller printed (…/?token=…)");
+    return;
+  }
   loadMachine().catch((error) => { $("machine").textContent = String(error.message || error); });
   connect();
   if (selected !== "") loadDetail();
