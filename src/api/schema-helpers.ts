@@ -46,7 +46,7 @@ export const int32WithDefault = (
  * optional fractional seconds and a numeric offset. Kept as a string: the status types carry strings,
  * and second precision on the wire is part of the contract.
  */
-export const Rfc3339Pattern = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+export const Rfc3339Pattern = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/u;
 export const Rfc3339 = Schema.String.check(
   Schema.isPattern(Rfc3339Pattern, { expected: "an RFC 3339 date-time such as 2024-05-01T10:00:00Z" }),
 ).annotate({ format: "date-time" });

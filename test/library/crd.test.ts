@@ -113,6 +113,88 @@ describe("structuralSchema", () => {
   });
 });
 
+describe("structuralSchema never loses a check silently", () => {
+  const errorsOf = (schema: Schema.Top): ReadonlyArray<string> => {
+    const result = structuralSchema(schema);
+    return result.ok ? [] : result.errors;
+  };
+
+  it("writes a Schema.Number's bounds, which Effect's JSON Schema leaves out", () => {
+    const schema = converted(
+      Schema.Struct({ load: Schema.Number.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(10)) }),
+    );
+    expect(schema.properties?.load).toEqual({
+      type: "number",
+      minimum: 0,
+      exclusiveMinimum: true,
+      maximum: 10,
+    });
+  });
+
+  it("writes a multipleOf and a second pattern (as a CEL rule beside the first)", () => {
+    const schema = converted(
+      Schema.Struct({
+        step: Schema.Finite.check(Schema.isMultipleOf(5)),
+        code: Schema.String.check(Schema.isPattern(/^[a-z]+$/u), Schema.isPattern(/^ab/u)),
+      }),
+    );
+    expect(schema.properties?.step).toEqual({ type: "number", multipleOf: 5 });
+    expect(schema.properties?.code).toEqual({
+      type: "string",
+      pattern: "^ab",
+      "x-kubernetes-validations": [{ rule: 'self.matches("^[a-z]+$")', message: "must match ^[a-z]+$" }],
+    });
+  });
+
+  it("refuses a RegExp without the u flag, naming the field and the fix", () => {
+    expect(errorsOf(Schema.Struct({ code: Schema.String.check(Schema.isPattern(/^[a-z]+$/)) }))).toEqual([
+      'spec.code: the check "a string matching the RegExp ^[a-z]+$" has no exact form in a CRD; give the RegExp the `u` flag (/…/u), whose syntax JSON Schema shares',
+    ]);
+  });
+
+  it("refuses a string length that JSON Schema counts differently, and a filter with no JSON Schema form", () => {
+    const even = Schema.makeFilter<number>((value) => value % 2 === 0, { expected: "an even number" });
+    const errors = errorsOf(
+      Schema.Struct({
+        name: Schema.String.check(Schema.isMinLength(2)),
+        tags: Schema.Array(Schema.String.check(Schema.isMaxLength(8))),
+        count: Schema.Int.check(even),
+      }),
+    );
+    expect(errors).toEqual([
+      expect.stringMatching(
+        /^spec\.name: the check "a value with a length of at least 2" has no exact form in a CRD; express it with celRule/,
+      ),
+      expect.stringMatching(
+        /^spec\.tags\[\]: the check "a value with a length of at most 8" has no exact form/,
+      ),
+      expect.stringMatching(
+        /^spec\.count: the check "an even number" has no form in a CRD; express it with celRule/,
+      ),
+    ]);
+  });
+
+  it("keeps checks that reach the CRD as they are: int32, celRule, an array's length", () => {
+    const rule = { rule: "self.size() > 0", message: "not empty" };
+    const schema = converted(
+      Schema.Struct({
+        retries: Schema.Number.check(Schema.isInt32()),
+        items: Schema.Array(Schema.String).check(
+          Schema.isMaxLength(3),
+          celRule(rule, (items: ReadonlyArray<string>) => items.length > 0),
+        ),
+      }),
+    );
+    expect(schema.properties?.retries).toEqual({ type: "integer", format: "int32" });
+    expect(schema.properties?.items).toEqual({
+      type: "array",
+      items: { type: "string" },
+      maxItems: 3,
+      "x-kubernetes-validations": [rule],
+    });
+  });
+});
+
 describe("taskCrd", () => {
   it("makes every spec field immutable as druid's CRD does, unless listed as mutable", () => {
     const result = taskCrd(kind, Spec, { mutableFields: ["target"] });
@@ -147,6 +229,18 @@ describe("taskCrd", () => {
       "Rejected",
     ]);
     expect(status?.properties?.lastErrors?.maxItems).toBe(10);
+  });
+
+  it("refuses a whole task object's schema in place of its spec's, at compile time and at run time", () => {
+    const Whole = Schema.Struct({ metadata: Schema.Struct({ name: Schema.String }), spec: Spec });
+    // @ts-expect-error taskCrd takes the spec's schema, not the whole object's
+    const result = taskCrd(kind, Whole);
+    expect(result).toEqual({
+      ok: false,
+      errors: [
+        "spec: the schema has metadata, spec, so it is a whole task object's; pass its spec schema (MyTaskSchema.fields.spec)",
+      ],
+    });
   });
 
   it("rejects a mutable field the spec does not have", () => {

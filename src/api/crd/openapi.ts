@@ -27,6 +27,7 @@ export interface OpenApiSchema {
   readonly pattern?: string;
   readonly minimum?: number;
   readonly maximum?: number;
+  readonly multipleOf?: number;
   readonly exclusiveMinimum?: boolean;
   readonly exclusiveMaximum?: boolean;
   readonly nullable?: boolean;
@@ -69,6 +70,7 @@ export const OpenApiSchemaSchema: Schema.Codec<OpenApiSchema> = Schema.Struct({
   pattern: Schema.optionalKey(Schema.String),
   minimum: Schema.optionalKey(Schema.Number),
   maximum: Schema.optionalKey(Schema.Number),
+  multipleOf: Schema.optionalKey(Schema.Number),
   exclusiveMinimum: Schema.optionalKey(Schema.Boolean),
   exclusiveMaximum: Schema.optionalKey(Schema.Boolean),
   nullable: Schema.optionalKey(Schema.Boolean),

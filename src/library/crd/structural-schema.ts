@@ -14,6 +14,7 @@
 import type * as JsonSchema from "effect/JsonSchema";
 import * as Schema from "effect/Schema";
 import type { CelRule, OpenApiSchema } from "../../api/crd/openapi.ts";
+import { keepConstraints } from "./kept-constraints.ts";
 
 export type StructuralResult =
   | { readonly ok: true; readonly schema: OpenApiSchema }
@@ -218,6 +219,7 @@ export const structuralSchema = (schema: Schema.Top, path = "spec"): StructuralR
   const document = Schema.toJsonSchemaDocument(schema, { includeAnnotationKey });
   const converter = new Converter(document.definitions);
   const converted = converter.convert(document.schema, path);
+  converter.errors.push(...keepConstraints(schema, converted, path));
   return converter.errors.length === 0
     ? { ok: true, schema: converted }
     : { ok: false, errors: [...new Set(converter.errors)] };

@@ -88,13 +88,36 @@ const immutableFields = (spec: OpenApiSchema, mutable: ReadonlyArray<string>): O
   return { ...spec, properties };
 };
 
+/** The fields of a whole task object: a schema with one of them is not a `spec`. */
+const objectFields = ["metadata", "spec", "apiVersion"] as const;
+
+/**
+ * `spec`, unless its decoded type has a whole object's fields; then a type error whose text says the
+ * fix (the mistake `taskCrd(kind, MyTaskSchema)` would otherwise emit a CRD nested one level too deep).
+ */
+export type SpecOnly<S extends Schema.Top> =
+  Extract<keyof S["Type"], (typeof objectFields)[number]> extends never
+    ? S
+    : "taskCrd takes the spec's schema (MyTaskSchema.fields.spec), not the whole task object's";
+
+const wholeObjectError = (converted: OpenApiSchema): ReadonlyArray<string> => {
+  const found = objectFields.filter((field) => converted.properties?.[field] !== undefined);
+  return found.length === 0
+    ? []
+    : [
+        `spec: the schema has ${found.join(", ")}, so it is a whole task object's; pass its spec schema (MyTaskSchema.fields.spec)`,
+      ];
+};
+
 /** The CRD of `kind`, whose objects' `spec` is `spec` (e.g. `MyTaskSchema.fields.spec`). */
-export const taskCrd = (
+export const taskCrd = <S extends Schema.Top>(
   kind: Pick<TaskKind<unknown>, "resource">,
-  spec: Schema.Top,
+  spec: S & SpecOnly<S>,
   options: TaskCrdOptions = {},
 ): TaskCrdResult => {
   const specSchema = structuralSchema(spec, "spec");
+  if (specSchema.ok && wholeObjectError(specSchema.schema).length > 0)
+    return { ok: false, errors: wholeObjectError(specSchema.schema) };
   const statusSchema = structuralSchema(TaskStatusSchema, "status");
   const errors = [
     ...(specSchema.ok ? [] : specSchema.errors),
