@@ -36,6 +36,19 @@ describe("opstask crd", () => {
     expect(crd.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.target.type).toBe("string");
   });
 
+  it("answers --help with its usage and exit 0, and an unknown flag with an option error, not a stack", async () => {
+    const stdout = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
+    try {
+      expect(await crdCommand(["--help"])).toBe(0);
+      expect(String(stdout.mock.calls[0]?.[0])).toMatch(/^Usage: opstask crd --module <file>/);
+    } finally {
+      stdout.mockRestore();
+    }
+    await expect(crdCommand(["--bogus"])).rejects.toThrow(
+      new OptionError("Unknown option '--bogus'; see 'opstask crd --help'"),
+    );
+  });
+
   it("requires --module", async () => {
     await expect(crdCommand([])).rejects.toThrow(OptionError);
   });
