@@ -52,12 +52,21 @@ export interface ApiRequest {
   readonly body?: unknown;
   /** Default `application/json`; merge patches say `application/merge-patch+json`. */
   readonly contentType?: string;
+  /**
+   * Stop reading a successful answer longer than this many bytes (default: read it whole): the
+   * answer then has no `body`, only `cutAt`. For LIST pages, whose size the caller can bound.
+   */
+  readonly maxAnswerBytes?: number;
 }
 
 export interface ApiResponse {
   readonly status: number;
   /** The parsed JSON body (a `Status` on errors), or the raw text when it is not JSON. */
   readonly body: unknown;
+  /** The length of the answer's body in bytes, when it was read whole. */
+  readonly bytes?: number;
+  /** Set when the answer was longer than `maxAnswerBytes`: the bytes read before reading stopped. */
+  readonly cutAt?: number;
 }
 
 /** A non-2xx answer or a failure before one arrived (`statusCode` 0). */
@@ -124,18 +133,41 @@ const parseBody = (text: string): unknown => {
 /** Takes a response's errors once its answer is read: it captures nothing, so it keeps nothing reachable. */
 const ignoreLateError = (): void => {};
 
+/** An answer read whole, or how far it was read before it grew past its bound. */
+type Answer = { readonly text: string; readonly bytes: number } | { readonly cutAt: number };
+
 /**
  * The whole answer as text. Our listeners come off the response once it is read: the request's abort
  * signal keeps the request and its response reachable, and a listener left on the response kept the
  * promise of the text, so the last LIST page's text (~0.7 MB for 500 Etcds) stayed in memory until the
  * next LIST.
  */
-export const readText = (response: Http.IncomingMessage): Promise<string> =>
+export const readText = async (response: Http.IncomingMessage): Promise<string> => {
+  const answer = await readAnswer(response);
+  return "text" in answer ? answer.text : "";
+};
+
+/**
+ * The answer as text, or, once more than `maxBytes` arrived, nothing: the response is destroyed there
+ * (its connection with it) and the chunks read so far are dropped.
+ */
+const readAnswer = (response: Http.IncomingMessage, maxBytes = Number.POSITIVE_INFINITY): Promise<Answer> =>
   new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    let bytes = 0;
     const cut = (reason: string) => new ApiCallError(0, `reading the answer: ${reason}`);
-    const onData = (chunk: Buffer): void => void chunks.push(chunk);
-    const onEnd = (): void => done(() => resolve(Buffer.concat(chunks).toString("utf8")));
+    const onData = (chunk: Buffer): void => {
+      bytes += chunk.length;
+      if (bytes <= maxBytes) {
+        chunks.push(chunk);
+        return;
+      }
+      chunks.length = 0;
+      done(() => resolve({ cutAt: bytes }));
+      response.destroy();
+    };
+    const onEnd = (): void =>
+      done(() => resolve({ text: Buffer.concat(chunks, bytes).toString("utf8"), bytes }));
     const onError = (error: Error): void => done(() => reject(cut(error.message)));
     // A connection that closes mid-body may end the stream with neither "end" nor "error".
     const onClose = (): void => {
@@ -272,7 +304,10 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
       const response = await send(request, signal);
       const status = response.statusCode ?? 0;
       if (status < 200 || status > 299) throw await failure(response);
-      return { status, body: parseBody(await readText(response)) };
+      const answer = await readAnswer(response, request.maxAnswerBytes);
+      return "text" in answer
+        ? { status, body: parseBody(answer.text), bytes: answer.bytes }
+        : { status, body: undefined, cutAt: answer.cutAt };
     },
     watch: async (path, query, onEvent, onDone) => {
       const controller = new AbortController();

@@ -57,15 +57,15 @@ describe("KubeClient.request", () => {
     const { client, seen } = await serve((_, response) => json(response, 200, { kind: "Thing" }));
     const answer = await client.request({
       method: "PATCH",
-      path: "/apis/g/v1/namespaces/n/things/a b",
+      path: "/apis/g/v1/namespaces/n/things/a",
       query: { labelSelector: "app=x", limit: 5, continue: undefined },
       body: { metadata: { resourceVersion: "7" } },
       contentType: "application/merge-patch+json",
     });
-    expect(answer).toEqual({ status: 200, body: { kind: "Thing" } });
+    expect(answer).toEqual({ status: 200, body: { kind: "Thing" }, bytes: 16 });
     expect(seen[0]?.method).toBe("PATCH");
     expect(seen[0]?.url).toBe(
-      "/prefix/apis/g/v1/namespaces/n/things/a%20b?labelSelector=app%3Dx&limit=5&fieldManager=opstask",
+      "/prefix/apis/g/v1/namespaces/n/things/a?labelSelector=app%3Dx&limit=5&fieldManager=opstask",
     );
     expect(seen[0]?.headers["content-type"]).toBe("application/merge-patch+json");
     expect(seen[0]?.headers.authorization).toBe("Bearer t");
@@ -130,6 +130,33 @@ describe("KubeClient.request", () => {
     expect(events.map((event) => [event, response.listenerCount(event)])).toEqual(before);
     const added = response.listeners("error").filter((listener) => !errorsBefore.includes(listener));
     expect(added.map((listener) => listener.name)).toEqual(["ignoreLateError"]);
+  });
+
+  it("stops reading an answer past maxAnswerBytes, drops what it read, and reads the next request whole", async () => {
+    let written = 0;
+    const { client } = await serve((request, response) => {
+      response.writeHead(200, { "Content-Type": "application/json" });
+      if (request.url.includes("small")) return void response.end(JSON.stringify({ items: [] }));
+      // A page that would never end: the client must stop reading it, not wait for its end.
+      const chunk = `"${"x".repeat(64 * 1024)}",`;
+      response.write('{"items":[');
+      const more = (): void => {
+        if (response.destroyed || written > 64 * 1024 * 1024) return void response.end("]}");
+        written += chunk.length;
+        if (response.write(chunk)) setImmediate(more);
+        else response.once("drain", more);
+      };
+      more();
+    });
+    const cut = await client.request({ method: "GET", path: "/big", maxAnswerBytes: 1024 * 1024 });
+    expect(cut.body).toBeUndefined();
+    expect(cut.cutAt).toBeGreaterThan(1024 * 1024);
+    expect(cut.cutAt).toBeLessThan(2 * 1024 * 1024);
+    // The server saw the connection go: it stopped writing long before its 64 MiB.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(written).toBeLessThan(16 * 1024 * 1024);
+    const next = await client.request({ method: "GET", path: "/small", maxAnswerBytes: 1024 * 1024 });
+    expect(next).toEqual({ status: 200, body: { items: [] }, bytes: 12 });
   });
 
   it("an aborted request rejects", async () => {
