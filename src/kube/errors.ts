@@ -9,6 +9,7 @@
 import * as Data from "effect/Data";
 import * as Predicate from "effect/Predicate";
 import { ApiCallError } from "./kube-client.ts";
+import { InvalidPathName } from "./names.ts";
 
 /**
  * What the caller can do about it. `Transient` covers 5xx, request timeouts and network failures (no
@@ -109,6 +110,9 @@ const describe = (error: unknown): string => {
 /** Maps anything client-node throws (or rejects with) to a `KubeError`. Total: never throws. */
 export const toKubeError = (error: unknown): KubeError => {
   if (error instanceof KubeError) return error;
+  // Refused before sending (api-path.ts): the same request would be refused again.
+  if (error instanceof InvalidPathName)
+    return new KubeError({ reason: "Invalid", code: 0, message: error.message });
   if (error instanceof ApiCallError) {
     const code = error.statusCode;
     return new KubeError({

@@ -13,6 +13,7 @@ import type * as Http from "node:http";
 import https from "node:https";
 import { createInterface } from "node:readline";
 import { http } from "../node-http.ts";
+import { apiPathProblem } from "./api-path.ts";
 
 /** TLS settings and headers for the next request; asked before each (tokens rotate, credentials expire). */
 export interface Credentials {
@@ -84,7 +85,10 @@ export class ApiCallError extends Error {
 export interface KubeClient {
   readonly _tag: "KubeClient";
   readonly server: string;
-  /** One request; rejects with `ApiCallError` for any answer outside 2xx and for transport failures. */
+  /**
+   * One request; rejects with `ApiCallError` for any answer outside 2xx and for transport failures,
+   * and with `InvalidPathName`, sending nothing, for a path whose names are not valid (api-path.ts).
+   */
   readonly request: (request: ApiRequest, signal?: AbortSignal) => Promise<ApiResponse>;
   /**
    * A watch: `onEvent` for each event line, then `onDone` once (null: the server closed the stream).
@@ -301,6 +305,8 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
     _tag: "KubeClient",
     server: source.server,
     request: async (request, signal) => {
+      const invalid = apiPathProblem(request.path);
+      if (invalid !== undefined) throw invalid;
       const response = await send(request, signal);
       const status = response.statusCode ?? 0;
       if (status < 200 || status > 299) throw await failure(response);
@@ -310,6 +316,8 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
         : { status, body: undefined, cutAt: answer.cutAt };
     },
     watch: async (path, query, onEvent, onDone) => {
+      const invalid = apiPathProblem(path);
+      if (invalid !== undefined) throw invalid;
       const controller = new AbortController();
       const response = await send(
         { method: "GET", path, query: { ...query, watch: true } },
