@@ -82,6 +82,8 @@ export interface InformerOptions {
   readonly labelSelector?: string;
   /** LIST page size (`limit`, default 500). */
   readonly pageSize?: number;
+  /** The most bytes one LIST page is read to (default 4 MiB; see `listAll`). */
+  readonly pageBytes?: number;
   /**
    * The server closes each watch after `timeoutSeconds`, drawn from [T, 2T) like client-go's reflector
    * so that many watchers do not reconnect together (default T = 300).
@@ -192,6 +194,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
     const counter = options.counter ?? new RequestCounter();
     const settings: RequestSettings = { counter, timeout: options.requestTimeout ?? Duration.seconds(60) };
     const pageSize = options.pageSize ?? 500;
+    const pageBytes = options.pageBytes ?? 4 * 1024 * 1024;
     const kept = options.keep ?? cacheObject;
     const timeoutBase = Math.max(1, Math.floor(options.watchTimeoutSeconds ?? 300));
     const watchdogMs = Duration.toMillis(Duration.fromInputUnsafe(options.watchdog ?? Duration.seconds(120)));
@@ -303,25 +306,55 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       resourceVersion = listed.resourceVersion;
     };
 
-    const listPage = (continueToken: string | undefined) => {
+    const listPage = (continueToken: string | undefined, limit: number) => {
       const query = {
-        limit: pageSize,
+        limit,
         continue: continueToken,
         labelSelector: options.labelSelector,
       };
-      return kubeRequest(settings, "list", client, { method: "GET", path: collectionPath, query });
+      // One object alone is read whole: the apiserver's bound on an object is the bound then, as for
+      // a watch event.
+      const maxAnswerBytes = limit > 1 ? pageBytes : undefined;
+      return kubeRequest(settings, "list", client, {
+        method: "GET",
+        path: collectionPath,
+        query,
+        ...(maxAnswerBytes === undefined ? {} : { maxAnswerBytes }),
+      });
     };
 
+    /**
+     * Every object, page by page. A page is bounded in bytes as well as in objects: the text of a page
+     * of 500 objects of the apiserver's largest size (~1.5 MiB each, etcd's request limit) would be
+     * ~750 MB, and the text, its parse and the copies all live at once. Reading stops once a page
+     * passes `pageBytes` (the connection is dropped, the chunks freed), and the same continue token is
+     * asked again for an eighth as many objects, down to one; after a page that fits, the next asks
+     * for as many objects of that page's average size as fill 3/4 of the bound, if that is more (at
+     * most `pageSize`): a page that fits never makes the next one smaller.
+     * Parsing items one by one as they stream in would bound it too, but a parser written in
+     * JavaScript is many times slower than JSON.parse under --jitless, on every page; this costs
+     * nothing where pages are small (500 tasks of a few KB: one request per page, as before), and
+     * only a few cut reads where objects are large.
+     */
     const listAll: Effect.Effect<ListResult, KubeError> = Effect.gen(function* () {
       const items: KubeObject[] = [];
       let continueToken: string | undefined;
       let listVersion = "";
-      do {
-        const page = yield* listPage(continueToken);
+      let limit = pageSize;
+      for (;;) {
+        const page = yield* listPage(continueToken, limit);
+        if (page.cutAt !== undefined) {
+          limit = Math.max(1, Math.floor(limit / 8));
+          continue;
+        }
         const data: unknown = page.body;
         const metadata = Predicate.isObject(data) && "metadata" in data ? data.metadata : undefined;
         const pageItems = Predicate.isObject(data) && "items" in data ? data.items : undefined;
         if (Array.isArray(pageItems)) {
+          if (pageItems.length > 0 && page.bytes !== undefined) {
+            const perItem = Math.max(1, page.bytes / pageItems.length);
+            limit = Math.min(pageSize, Math.max(limit, Math.floor((pageBytes * 0.75) / perItem)));
+          }
           for (const item of pageItems) {
             if (isKubeObject(item)) {
               options.inspect?.(item);
@@ -336,7 +369,8 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
         };
         listVersion = field("resourceVersion") ?? listVersion;
         continueToken = field("continue");
-      } while (continueToken !== undefined);
+        if (continueToken === undefined) break;
+      }
       stats.lists += 1;
       return { items, resourceVersion: listVersion };
     });
