@@ -65,6 +65,7 @@ export const serveController = async (
       ...(options.namespaces.length === 0 ? {} : { namespace: options.namespaces }),
       concurrency: options.concurrency,
       duplicatePolicy: options.duplicatePolicy,
+      handlerDefectLimit: options.handlerDefectLimit,
       crdManifest: "deploy/crds/",
       timing: {
         requeueIntervalMs: options.requeueInterval,

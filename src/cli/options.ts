@@ -130,6 +130,14 @@ export const controllerOptionSpecs = {
     fallback: 0,
     parse: parseDuration,
   } satisfies Spec<number>,
+  handlerDefectLimit: {
+    flag: "handler-defect-limit",
+    env: "OPSTASK_HANDLER_DEFECT_LIMIT",
+    help: "fail a task whose handler threw (a bug, logged with its stack) this many times in one phase",
+    accepts: "an integer ≥ 1",
+    fallback: 5,
+    parse: positiveInt,
+  } satisfies Spec<number>,
   resolve: {
     flag: "resolve",
     env: "OPSTASK_RESOLVE",

@@ -151,4 +151,8 @@ export const bothObservers = (first: ControllerObserver, second: ControllerObser
     first.foreignWrite?.(manager, field);
     second.foreignWrite?.(manager, field);
   },
+  handlerDefect: (phase) => {
+    first.handlerDefect?.(phase);
+    second.handlerDefect?.(phase);
+  },
 });

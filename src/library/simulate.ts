@@ -15,7 +15,6 @@
  * `await sim.settle()` delivers its result. Wraps `SimulatedController`, which stays available for
  * property tests that need its finer controls (`crashAfter`, write failures, recorded passes).
  */
-import * as Cause from "effect/Cause";
 import * as Effect from "effect/Effect";
 import * as Fiber from "effect/Fiber";
 import * as Layer from "effect/Layer";
@@ -38,7 +37,7 @@ import { MemoryObjects } from "../interpreters/memory/memory-objects.ts";
 import type { JsonObject } from "../interpreters/memory/merge-patch.ts";
 import type { LifecycleConfig, Phase, PhaseOutcome } from "../machine/types.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
-import { defectOutcome } from "../reconcile/handler-defect.ts";
+import { defectOf, defectOfCause, type HandlerReply } from "../reconcile/handler-defect.ts";
 import { readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind.ts";
 import { type LifecycleOptions, lifecycleOverrides } from "./lifecycle-options.ts";
 import { completed } from "./outcome.ts";
@@ -65,7 +64,11 @@ export interface CallContext extends HandlerContext {
   readonly now: number;
 }
 
-/** A line a handler logged through its context, with the task's keys. */
+/**
+ * A line a handler logged through its context, with the task's keys; or the controller's ERROR line
+ * for a handler defect (once per kind per task phase, `fields.stack` holding the stack), as the
+ * runtime logs it.
+ */
 export interface LoggedLine {
   readonly level: "debug" | "info" | "warn" | "error";
   readonly message: string;
@@ -175,7 +178,7 @@ export interface Simulation<Task> {
 
 interface InFlight {
   readonly call: HandlerCall;
-  readonly fiber: Fiber.Fiber<PhaseOutcome, unknown>;
+  readonly fiber: Fiber.Fiber<HandlerReply, unknown>;
   readonly done: Promise<unknown>;
 }
 
@@ -190,8 +193,6 @@ const isObject = (value: unknown): value is JsonObject =>
 
 const byName = <A extends { readonly name: string }>(records: ReadonlyArray<A>, name: string | undefined) =>
   name === undefined ? records : records.filter((record) => record.name === name);
-
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Simulation<Task> => {
   const { kind, handlers } = options;
@@ -262,23 +263,20 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
     try {
       result = run(task, context);
     } catch (error) {
-      return { kind: "throw", message: messageOf(error) };
+      return { kind: "defect", defect: defectOf(error) };
     }
     if (!Effect.isEffect(result))
       return result.kind === "hang" ? { kind: "hang" } : { kind: "return", outcome: result };
     const fiber = runtime.runFork(
       result.pipe(
         Effect.annotateLogs(taskLogKeys(facts.metadata, phase, info.reconcileID)),
-        Effect.catchCause((cause) =>
-          Effect.succeed(defectOutcome(Cause.pretty(cause).split("\n")[0] ?? "defect")),
-        ),
+        Effect.catchCause((cause) => Effect.succeed<HandlerReply>(defectOfCause(cause))),
       ),
     );
     const exit = fiber.pollUnsafe();
     if (exit !== undefined) {
-      return exit._tag === "Success"
-        ? { kind: "return", outcome: exit.value }
-        : { kind: "throw", message: Cause.pretty(exit.cause).split("\n")[0] ?? "defect" };
+      const reply = exit._tag === "Success" ? exit.value : defectOfCause(exit.cause);
+      return reply.kind === "defect" ? { kind: "defect", defect: reply } : { kind: "return", outcome: reply };
     }
     if (call === undefined) return { kind: "throw", message: "no call record for an asynchronous handler" };
     inFlight.set(call.id, {
@@ -296,6 +294,22 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
     server,
     clock,
     behaviour,
+    // As the runtime logs it: at ERROR, with its stack, once per kind of defect per task phase.
+    onDefect: ({ call, reconcileID, defect }) => {
+      const facts = factsOf(call.name);
+      logs.push({
+        level: "error",
+        message: `handler defect: ${defect.summary}`,
+        fields: {
+          ...(facts === undefined
+            ? { name: call.name, uid: call.uid, phase: call.phase, reconcileID }
+            : taskLogKeys(facts.metadata, call.phase, reconcileID)),
+          stack: defect.stack,
+        },
+        at: clock.now(),
+        name: call.name,
+      });
+    },
   });
 
   /**
@@ -320,11 +334,10 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
         const exit = running.fiber.pollUnsafe();
         if (exit === undefined) continue;
         inFlight.delete(running.call.id);
-        const outcome =
-          exit._tag === "Success"
-            ? exit.value
-            : defectOutcome(Cause.pretty(exit.cause).split("\n")[0] ?? "defect");
-        controller.resolveCall(running.call.id, outcome);
+        controller.resolveCall(
+          running.call.id,
+          exit._tag === "Success" ? exit.value : defectOfCause(exit.cause),
+        );
       }
     }
   };

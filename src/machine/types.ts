@@ -41,6 +41,11 @@ export interface LifecycleConfig {
   readonly phaseDeadlineMs?: number;
   /** The shortest requeue the machine asks for, so that a delay that rounds to zero still fires. */
   readonly minRequeueMs: number;
+  /**
+   * A phase whose handler throws (a defect, not a result) this many times ends: the task fails with
+   * ERR_HANDLER_DEFECT (reconcile/handler-defect.ts). Default 5.
+   */
+  readonly handlerDefectLimit?: number;
   readonly vocabulary: Vocabulary;
 }
 
@@ -103,6 +108,8 @@ export interface PassInput {
   readonly retries: number;
   /** When the last backoff of this task ends; a handler is not called again before then. */
   readonly retryAt?: number;
+  /** Calls of the current phase that threw so far (the runtime counts them); absent when none did. */
+  readonly handlerDefects?: { readonly phase: Phase; readonly count: number };
   readonly known?: KnownResult;
   readonly config: LifecycleConfig;
 }

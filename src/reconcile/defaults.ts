@@ -1,5 +1,6 @@
 /** Lifecycle settings with etcd-druid's production values (docs/contract.md §7, §7). */
 import type { LifecycleConfig } from "../machine/types.ts";
+import { defaultHandlerDefectLimit } from "./handler-defect.ts";
 import type { TaskKind } from "./task-kind.ts";
 
 export const druidTiming = {
@@ -17,6 +18,7 @@ export const lifecycleConfig = <Task>(
   finalizer: kind.finalizer,
   vocabulary: kind.vocabulary,
   duplicatePolicy: "reject",
+  handlerDefectLimit: defaultHandlerDefectLimit,
   ...druidTiming,
   ...overrides,
 });

@@ -17,7 +17,9 @@
  *
  * What the answers mean is decided here, once: a `Gone` answer stops the pass (nothing left to act
  * on), a failed DELETE goes back to the machine (which records it and backs off), any other failed
- * write stops the pass with its result kept (`unwritten`), to be replayed by the next pass.
+ * write stops the pass with its result kept (`unwritten`), to be replayed by the next pass, and a
+ * handler that threw is a transient error until its phase has thrown `handlerDefectLimit` times, then a
+ * failure (handler-defect.ts).
  */
 import * as Data from "effect/Data";
 import * as Effect from "effect/Effect";
@@ -32,6 +34,7 @@ import {
   taskMachine,
 } from "../machine/task-machine.ts";
 import type { KnownResult, PassInput, PhaseOutcome } from "../machine/types.ts";
+import { defectOutcome, type HandlerDefect } from "./handler-defect.ts";
 
 export type TaskSnapshot = SnapshotFrom<TaskMachine>;
 
@@ -44,6 +47,7 @@ export type PassRequest = Exclude<TaskEffect, PassEnd>;
  * - `Gone`: the task is no longer there (404, or the name now holds another object);
  * - `Failed`: the write failed with `cause` (the API's error text);
  * - `Returned`: the handler phase returned `outcome`;
+ * - `Threw`: the handler phase threw (a defect); the pass decides what that means (handler-defect.ts);
  * - `Suspend`: no answer yet (the driver answers later, with `answer`).
  * `now` is when the answer came: the times the machine writes next are this one.
  */
@@ -53,6 +57,7 @@ export type Answer = Data.TaggedEnum<{
   Gone: {};
   Failed: { readonly cause: string; readonly now: number };
   Returned: { readonly outcome: PhaseOutcome; readonly now: number };
+  Threw: { readonly defect: HandlerDefect; readonly now: number };
   // biome-ignore lint/complexity/noBannedTypes: as above.
   Suspend: {};
 }>;
@@ -163,11 +168,16 @@ export const answer = (step: Extract<Step, { _tag: "Request" }>, result: Answer)
       return step;
     case "Gone":
       return { _tag: "Stopped", pass, stopped: { _tag: "Gone" } };
-    case "Returned": {
+    case "Returned":
+    case "Threw": {
       if (request._tag !== "RunPhase") return misanswered(step, result);
-      const event = phaseEvent(request.phase, result.outcome, result.now);
+      const outcome =
+        result._tag === "Returned"
+          ? result.outcome
+          : defectOutcome(pass.snapshot.context.input, request.phase, result.defect);
+      const event = phaseEvent(request.phase, outcome, result.now);
       const next = walk(skip(pass), getMicrosteps(taskMachine, pass.snapshot, event), event.type);
-      return stepOf({ ...next, unwritten: { phase: request.phase, outcome: result.outcome } });
+      return stepOf({ ...next, unwritten: { phase: request.phase, outcome } });
     }
     case "Failed": {
       if (request._tag !== "DeleteTask")

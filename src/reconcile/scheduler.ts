@@ -19,6 +19,8 @@
  *   wrote it has seen it), and the unfinished tasks of its group when what their admission reads of
  *   it (state, deleting) changed;
  * - retry bookkeeping follows `nextRetryState`; a stopped pass backs off like a transient error;
+ * - the calls of a task's current phase are counted, and those that threw (the pass fails the phase at
+ *   `handlerDefectLimit`, handler-defect.ts); each kind of defect is reported once per phase;
  * - each key has at most one due time (requeue, backoff, TTL), the last decision wins (pass-timers.ts);
  * - a task whose last finalizer we removed is released: no pass may act on a cached copy of it;
  * - a task that is gone is forgotten (a long-running controller sees millions come and go).
@@ -37,6 +39,7 @@ import { compareResourceVersions } from "../kube/object.ts";
 import { backoffDelayMs } from "../machine/backoff.ts";
 import type { KnownResult, LifecycleConfig, PassInput, Phase } from "../machine/types.ts";
 import { GroupIndex } from "./group-index.ts";
+import type { HandlerDefect } from "./handler-defect.ts";
 import { observe, peersOf } from "./observe.ts";
 import { type Jitter, PassTimers } from "./pass-timers.ts";
 import { settledUntil } from "./settled.ts";
@@ -121,11 +124,20 @@ interface Call {
   returned: boolean;
 }
 
+/** A task's calls of its current phase: how many, how many threw, and which defects were reported. */
+interface PhaseAttempts {
+  readonly phase: Phase;
+  readonly calls: number;
+  readonly defects: number;
+  /** Signatures of the defects reported (handler-defect.ts); as many as `defects` at most. */
+  readonly reported: ReadonlySet<string>;
+}
+
 export class TaskScheduler<K extends Kept = Kept> {
   readonly #options: SchedulerOptions;
   readonly #retry = new Map<string, RetryState>();
-  /** Calls of the current phase so far, by UID: the handler context's `attempt`. */
-  readonly #attempts = new Map<string, { readonly phase: Phase; readonly calls: number }>();
+  /** Calls of the current phase so far, by UID: the handler context's `attempt`, and its defects. */
+  readonly #attempts = new Map<string, PhaseAttempts>();
   /** Handler results not yet on their objects, by UID. */
   readonly #unwritten = new Map<string, K>();
   /** Keys whose pass waits for a handler call or runs after one. */
@@ -228,6 +240,7 @@ export class TaskScheduler<K extends Kept = Kept> {
     known?: KnownResult,
   ): PassInput {
     const retry = this.#retry.get(facts.metadata.uid) ?? noRetry;
+    const attempts = this.#attempts.get(facts.metadata.uid);
     return {
       task: observe(facts, this.#options.supported),
       peers: peersOf(facts, peers, this.#options.config.finalizer),
@@ -235,6 +248,9 @@ export class TaskScheduler<K extends Kept = Kept> {
       runId,
       retries: retry.retries,
       ...(retry.retryAt === undefined ? {} : { retryAt: retry.retryAt }),
+      ...(attempts === undefined || attempts.defects === 0
+        ? {}
+        : { handlerDefects: { phase: attempts.phase, count: attempts.defects } }),
       ...(known === undefined ? {} : { known }),
       config: this.#options.config,
     };
@@ -258,7 +274,12 @@ export class TaskScheduler<K extends Kept = Kept> {
     const callId = this.#callSerial;
     const previous = this.#attempts.get(hold.uid);
     const attempt = previous?.phase === phase ? previous.calls + 1 : 1;
-    this.#attempts.set(hold.uid, { phase, calls: attempt });
+    this.#attempts.set(
+      hold.uid,
+      previous?.phase === phase
+        ? { ...previous, calls: attempt }
+        : { phase, calls: 1, defects: 0, reported: new Set() },
+    );
     this.#busy.set(hold.key, {
       id: callId,
       key: hold.key,
@@ -272,18 +293,39 @@ export class TaskScheduler<K extends Kept = Kept> {
   }
 
   /**
-   * A handler call returned. `current`: its pass goes on (write the result). Otherwise the call was
-   * orphaned by a deletion: its result is for nobody and must be discarded; its group is free now.
+   * A handler call returned, or threw `defect`. `current`: its pass goes on (write the result).
+   * Otherwise the call was orphaned by a deletion: its result is for nobody and must be discarded; its
+   * group is free now. `report`: the defect is the first of its kind (signature) in this phase of
+   * this task: log it (later ones are counted, not logged again).
    */
-  returned(hold: PassHold, callId: number): { readonly current: boolean; readonly wake: Wake[] } {
+  returned(
+    hold: PassHold,
+    callId: number,
+    defect?: HandlerDefect,
+  ): { readonly current: boolean; readonly wake: Wake[]; readonly report: boolean } {
     const call = this.#busy.get(hold.key);
     if (call !== undefined && call.id === callId) {
       call.returned = true;
-      return { current: true, wake: [] };
+      return { current: true, wake: [], report: defect !== undefined && this.#countDefect(call, defect) };
     }
-    // Orphaned (or forgotten in a crash of the simulation): nobody waits for this result.
+    // Orphaned (or forgotten in a crash of the simulation): nobody waits for this result; a defect
+    // is still reported (its task's phase is over, so it counts for nothing).
     this.#orphans.delete(callId);
-    return { current: false, wake: this.#wakeDeferred() };
+    return { current: false, wake: this.#wakeDeferred(), report: defect !== undefined };
+  }
+
+  /** Counts a defect of the call's phase; answers whether its kind is new there. */
+  #countDefect(call: Call, defect: HandlerDefect): boolean {
+    const uid = call.uid;
+    const attempts = this.#attempts.get(uid);
+    if (attempts === undefined || attempts.phase !== call.phase) return true;
+    const known = attempts.reported.has(defect.signature);
+    this.#attempts.set(uid, {
+      ...attempts,
+      defects: attempts.defects + 1,
+      reported: known ? attempts.reported : new Set([...attempts.reported, defect.signature]),
+    });
+    return !known;
   }
 
   /**

@@ -21,7 +21,6 @@
  * handler-call fibers and the change stream share the controller's state; the decisions are elsewhere
  * (the machine, the pass protocol, the scheduler) and so is performing requests (perform.ts).
  */
-import * as Cause from "effect/Cause";
 import * as Clock from "effect/Clock";
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
@@ -37,10 +36,16 @@ import { performOnCluster } from "../interpreters/kubernetes/perform.ts";
 import type { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
 import { kubeClientOf } from "../kube/kube-client-node.ts";
 import type { KubeObject } from "../kube/object.ts";
-import type { Phase, PhaseOutcome } from "../machine/types.ts";
+import type { Phase } from "../machine/types.ts";
 import { factsAfterWrite } from "../reconcile/facts-after-write.ts";
 import { carriesForeignChange } from "../reconcile/foreign-change.ts";
-import { defectOutcome } from "../reconcile/handler-defect.ts";
+import {
+  defaultHandlerDefectLimit,
+  defectOf,
+  defectOfCause,
+  type HandlerDefect,
+  type HandlerReply,
+} from "../reconcile/handler-defect.ts";
 import { Answer, answer, drive, type PassRequest, type Step, start } from "../reconcile/pass.ts";
 import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../reconcile/scheduler.ts";
 import { settledUntil } from "../reconcile/settled.ts";
@@ -182,16 +187,17 @@ export const runController = <Task, R>(
             return result;
           });
 
+    /** Runs a handler phase; a defect (a throw, a die) comes back as the value it is, never as a crash. */
     const callHandler = (
       running: Running,
       phase: Phase,
       callId: number,
       attempt: number,
-    ): Effect.Effect<PhaseOutcome, never, R> => {
+    ): Effect.Effect<HandlerReply, never, R> => {
       const handler = handlers[running.facts.member];
       if (running.task === undefined || handler === undefined)
         return Effect.succeed(
-          defectOutcome(`no handler for ${running.facts.member || "an undecodable task"}`),
+          defectOf(new Error(`no handler for ${running.facts.member || "an undecodable task"}`)),
         );
       stats.handlerCalls += 1;
       const abort = new AbortController();
@@ -211,14 +217,25 @@ export const runController = <Task, R>(
         recorder,
       );
       return Effect.suspend(() => handler[phase](running.task as Task, context)).pipe(
-        Effect.catchCause((cause) =>
-          Effect.succeed(defectOutcome(Cause.pretty(cause).split("\n")[0] ?? "defect")),
-        ),
+        Effect.catchCause((cause) => Effect.succeed<HandlerReply>(defectOfCause(cause))),
         Effect.annotateLogs(taskLogKeys(metadata, phase, running.runId)),
         Effect.onInterrupt(() => Effect.sync(() => abort.abort(new Error("the controller is stopping")))),
         Effect.ensuring(Effect.sync(() => aborts.delete(callId))),
       );
     };
+
+    /** A handler's bug, once per kind per task phase: where it threw, and what becomes of the task. */
+    const logDefect = (running: Running, phase: Phase, attempt: number, defect: HandlerDefect) =>
+      Effect.logError(`handler defect: ${defect.summary}`).pipe(
+        annotate(running, {
+          ...taskLogKeys(running.facts.metadata, phase, running.runId),
+          attempt,
+          stack: defect.stack,
+          hint: `the handler threw instead of returning a result; fix it (the phase fails after ${
+            config.handlerDefectLimit ?? defaultHandlerDefectLimit
+          } defects)`,
+        }),
+      );
 
     // ---- one pass --------------------------------------------------------------------------------
 
@@ -241,16 +258,25 @@ export const runController = <Task, R>(
             running.lockedGroup = lockedGroup;
             yield* wakeAll(wake);
             const call = callHandler(running, phase, callId, attempt).pipe(
-              Effect.flatMap((outcome) =>
+              Effect.flatMap((reply) =>
                 Effect.gen(function* () {
-                  const returned = scheduler.returned(running, callId);
+                  const defect = reply.kind === "defect" ? reply : undefined;
+                  const returned = scheduler.returned(running, callId, defect);
                   yield* wakeAll(returned.wake);
+                  if (defect !== undefined) {
+                    observer.handlerDefect?.(phase);
+                    if (returned.report) yield* logDefect(running, phase, attempt, defect);
+                  }
                   if (!returned.current)
                     return yield* Effect.logInfo(
                       "handler call of a deleted task ended; result discarded",
-                    ).pipe(annotate(running, { phase, outcome: outcome.kind }));
+                    ).pipe(annotate(running, { phase, outcome: reply.kind }));
                   const at = yield* Clock.currentTimeMillis;
-                  yield* resume(running, answer(last, Answer.Returned({ outcome, now: at })));
+                  const answered =
+                    reply.kind === "defect"
+                      ? Answer.Threw({ defect: reply, now: at })
+                      : Answer.Returned({ outcome: reply, now: at });
+                  yield* resume(running, answer(last, answered));
                 }),
               ),
             );

@@ -8,6 +8,7 @@
  * - `opstask_reconcile_total{result}` and `opstask_reconcile_duration_seconds`: passes by how they ended;
  * - `opstask_workqueue_depth`, `…_in_flight`, `…_delayed`, `…_adds_total`, `…_wait_seconds_max`;
  * - `opstask_handler_calls_in_flight`;
+ * - `opstask_handler_defects_total{phase}`: handler calls that threw instead of returning a result;
  * - `opstask_api_requests_total{verb,code}`: every API request, counted at the client;
  * - `opstask_api_faults_total{operation,fault}`: failed, slow and given-up writes, watch expiries and
  *   failures, retried and dropped Events (closed label sets: fault-counter.ts);
@@ -22,6 +23,7 @@ import { performance } from "node:perf_hooks";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
+import type { Phase } from "../machine/types.ts";
 import type { Pass } from "../reconcile/pass.ts";
 import { boundedLabels, type SeriesLabels, SeriesTracker } from "./metric-series.ts";
 import { MaxTimerDelayMs } from "./timer-limit.ts";
@@ -47,6 +49,8 @@ export interface ControllerObserver {
   ) => void;
   /** Another field manager wrote a task's status or added our finalizer (foreign-writers.ts). */
   readonly foreignWrite?: (manager: string, field: string) => void;
+  /** A handler call threw (a defect, reconcile/handler-defect.ts). */
+  readonly handlerDefect?: (phase: Phase) => void;
 }
 
 export const noObserver: ControllerObserver = { passEnded: () => {}, taskFinished: () => {} };
@@ -179,8 +183,16 @@ export const makeControllerMetrics = (
     labelNames: ["manager", "field"] as const,
     registers: [registry],
   });
+  const handlerDefects = new Counter({
+    name: `${prefix}handler_defects_total`,
+    help: "Handler calls that threw instead of returning a result (a bug in the handler), by phase",
+    labelNames: ["phase"] as const,
+    registers: [registry],
+  });
+  for (const phase of ["admit", "execute", "cleanup"] as const) handlerDefects.inc({ phase }, 0);
   const observer: ControllerObserver = {
     foreignWrite: (manager, field) => foreignWrites.inc({ manager, field }),
+    handlerDefect: (phase) => handlerDefects.inc({ phase }),
     passEnded: (result, seconds) => {
       passes.inc({ result });
       passSeconds.observe(seconds);

@@ -16,9 +16,22 @@
  */
 import { isTerminal } from "../../api/status.ts";
 import type { PassEnd, TaskEffect } from "../../effects/task-effect.ts";
-import type { LifecycleConfig, Phase, PhaseOutcome } from "../../machine/types.ts";
-import { defectOutcome } from "../../reconcile/handler-defect.ts";
-import { Answer, answer, driveSync, type PassRequest, type Step, start } from "../../reconcile/pass.ts";
+import type { LifecycleConfig, PassInput, Phase, PhaseOutcome } from "../../machine/types.ts";
+import {
+  defectOf,
+  defectOutcome,
+  type HandlerDefect,
+  type HandlerReply,
+} from "../../reconcile/handler-defect.ts";
+import {
+  Answer,
+  answer,
+  driveSync,
+  type Pass,
+  type PassRequest,
+  type Step,
+  start,
+} from "../../reconcile/pass.ts";
 import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../../reconcile/scheduler.ts";
 import { undecodedChangeFacts } from "../../reconcile/settled-facts.ts";
 import { readFacts, type TaskFacts, type TaskKind } from "../../reconcile/task-kind.ts";
@@ -39,6 +52,12 @@ export interface SimulatedControllerOptions<Task> {
   readonly server: MemoryApiServer;
   readonly clock: FakeClock;
   readonly behaviour: (task: TaskFacts, phase: Phase, call: CallInfo) => Behaviour;
+  /** A handler defect of a kind new for its task phase (the runtime logs these at ERROR). */
+  readonly onDefect?: (report: {
+    readonly call: HandlerCall;
+    readonly reconcileID: string;
+    readonly defect: HandlerDefect;
+  }) => void;
 }
 
 /** What the driver knows about a handler call besides its task: what a handler context is built from. */
@@ -77,6 +96,9 @@ interface Parked {
   readonly call: HandlerCall;
   readonly callId: number;
 }
+
+const asDefect = (reply: HandlerReply): HandlerDefect | undefined =>
+  reply.kind === "defect" ? reply : undefined;
 
 const splitKey = (key: string): [string, string] => {
   const at = key.indexOf("/");
@@ -221,30 +243,28 @@ export class SimulatedController<Task> {
     return parked === undefined ? false : this.resolveCall(parked.call.id, outcome);
   }
 
-  /** The hanging call with this id returns `outcome`. */
-  resolveCall(id: number, outcome: PhaseOutcome): boolean {
+  /** The hanging call with this id returns `reply` (a result, or a defect it threw). */
+  resolveCall(id: number, reply: HandlerReply): boolean {
     const orphan = this.#orphans.findIndex((p) => p.call.id === id);
     const parked =
       orphan >= 0 ? this.#orphans[orphan] : [...this.#parked.values()].find((p) => p.call.id === id);
     if (parked === undefined) return false;
-    const { running, call, callId } = parked;
+    const { running, call, callId, step } = parked;
     call.endedAt = this.#options.clock.now();
     call.endedAfterCalls = this.calls.length;
     this.#aborts.delete(call.id);
     if (orphan >= 0) this.#orphans.splice(orphan, 1);
     else this.#parked.delete(running.key);
-    const returned = this.#scheduler.returned(running, callId);
+    const returned = this.#scheduler.returned(running, callId, asDefect(reply));
     this.#enqueueAll(returned.wake);
+    this.#reportDefect(running, call, reply, returned.report);
     if (returned.current) {
-      call.outcome = outcome;
       const [namespace, name] = splitKey(running.key);
       const stored = this.#options.server.get(namespace, name);
       if (stored.ok) running.object = stored.value;
       running.call = call;
-      this.#continue(
-        running,
-        answer(parked.step, Answer.Returned({ outcome, now: this.#options.clock.now() })),
-      );
+      const input = step.pass.snapshot.context.input;
+      this.#continue(running, answer(step, this.#answerOf(call, call.phase, input, reply)));
     }
     this.runUntilIdle();
     return true;
@@ -384,9 +404,7 @@ export class SimulatedController<Task> {
 
   /** Drives the pass from `step` until it ends, parks on a hanging handler, stops or crashes. */
   #continue(running: Running, step: Step): void {
-    const last = driveSync(step, (request, pass) =>
-      this.#perform(running, request, pass.unwritten !== undefined),
-    );
+    const last = driveSync(step, (request, pass) => this.#perform(running, request, pass));
     switch (last._tag) {
       case "Request": {
         const suspended = running.suspended;
@@ -426,8 +444,9 @@ export class SimulatedController<Task> {
   }
 
   /** Performs one request (the memory interpreter), or suspends the pass (a hanging call, a crash). */
-  #perform(running: Running, request: PassRequest, holdsResult: boolean): Answer {
+  #perform(running: Running, request: PassRequest, pass: Pass): Answer {
     const { clock } = this.#options;
+    const holdsResult = pass.unwritten !== undefined;
     if (this.#crashCountdown !== undefined) {
       if (this.#crashCountdown === 0) {
         running.suspended = "crash";
@@ -438,7 +457,7 @@ export class SimulatedController<Task> {
     running.effects.push(request._tag);
     switch (request._tag) {
       case "RunPhase":
-        return this.#call(running, request.phase);
+        return this.#call(running, request.phase, pass.snapshot.context.input);
       case "RecordEvent":
         this.events.push({
           uid: running.uid,
@@ -466,7 +485,7 @@ export class SimulatedController<Task> {
     }
   }
 
-  #call(running: Running, phase: Phase): Answer {
+  #call(running: Running, phase: Phase, input: PassInput): Answer {
     const { clock, config, server } = this.#options;
     const [namespace] = splitKey(running.key);
     const { callId, attempt, lockedGroup, wake } = this.#scheduler.calling(running, phase);
@@ -502,13 +521,36 @@ export class SimulatedController<Task> {
       running.suspended = { call, callId };
       return Answer.Suspend();
     }
-    const outcome = behaviour.kind === "return" ? behaviour.outcome : defectOutcome(behaviour.message);
-    call.outcome = outcome;
+    const reply: HandlerReply =
+      behaviour.kind === "return"
+        ? behaviour.outcome
+        : behaviour.kind === "defect"
+          ? behaviour.defect
+          : defectOf(behaviour.message);
     call.endedAt = clock.now();
     call.endedAfterCalls = this.calls.length;
-    this.#enqueueAll(this.#scheduler.returned(running, callId).wake);
+    const returned = this.#scheduler.returned(running, callId, asDefect(reply));
+    this.#enqueueAll(returned.wake);
+    this.#reportDefect(running, call, reply, returned.report);
     running.call = call;
-    return Answer.Returned({ outcome, now: clock.now() });
+    return this.#answerOf(call, phase, input, reply);
+  }
+
+  /** A defect the scheduler says is new for its task phase goes to `onDefect` (simulate's log). */
+  #reportDefect(running: Running, call: HandlerCall, reply: HandlerReply, report: boolean): void {
+    if (reply.kind === "defect" && report)
+      this.#options.onDefect?.({ call, reconcileID: running.runId, defect: reply });
+  }
+
+  /** The answer to a call that returned `reply`; the call records the result the pass makes of it. */
+  #answerOf(call: HandlerCall, phase: Phase, input: PassInput, reply: HandlerReply): Answer {
+    const now = this.#options.clock.now();
+    if (reply.kind !== "defect") {
+      call.outcome = reply;
+      return Answer.Returned({ outcome: reply, now });
+    }
+    call.outcome = defectOutcome(input, phase, reply);
+    return Answer.Threw({ defect: reply, now });
   }
 
   #record(running: Running, last: Step, how: { aborted?: string; end?: PassEnd }): void {

@@ -4,13 +4,16 @@
  */
 import type { PassEnd, TaskEffect } from "../../effects/task-effect.ts";
 import type { Phase, PhaseOutcome } from "../../machine/types.ts";
+import type { HandlerDefect } from "../../reconcile/handler-defect.ts";
 import type { TransitionRecord } from "../../reconcile/pass.ts";
 
 /** What a scripted handler does when called. */
 export type Behaviour =
   | { readonly kind: "return"; readonly outcome: PhaseOutcome }
   | { readonly kind: "hang" }
-  | { readonly kind: "throw"; readonly message: string };
+  | { readonly kind: "throw"; readonly message: string }
+  /** It threw, and the driver has read what (`simulate` reads an `Error`'s stack). */
+  | { readonly kind: "defect"; readonly defect: HandlerDefect };
 
 export interface HandlerCall {
   readonly id: number;
