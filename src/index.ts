@@ -139,6 +139,11 @@ export {
   type Wake,
 } from "./reconcile/scheduler.ts";
 export {
+  DefaultMaxTaskBytes,
+  type OversizedTask,
+} from "./reconcile/oversized-task.ts";
+export {
+  type CachedMetadata,
   type Decoded,
   machineVersionAnnotation,
   type ResourceRef,

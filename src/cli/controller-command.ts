@@ -64,6 +64,7 @@ export const serveController = async (
       kubeConfig,
       ...(options.namespaces.length === 0 ? {} : { namespace: options.namespaces }),
       concurrency: options.concurrency,
+      maxTaskBytes: options.maxTaskBytes,
       duplicatePolicy: options.duplicatePolicy,
       handlerDefectLimit: options.handlerDefectLimit,
       crdManifest: "deploy/crds/",

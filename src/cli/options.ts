@@ -8,6 +8,7 @@ import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { isImageReference } from "../etcd/on-demand-snapshot-compaction/image-policy.ts";
 import { DefaultCompactionImage } from "../etcd/on-demand-snapshot-compaction/job-spec.ts";
+import { DefaultMaxTaskBytes } from "../reconcile/oversized-task.ts";
 import { parseArgsMessage } from "./parse-args-message.ts";
 
 export type Source = "flag" | "env" | "config" | "default";
@@ -37,6 +38,16 @@ export const parseDuration = (raw: string): number | undefined => {
   if (match === null) return undefined;
   const [, amount, unit] = match;
   return Number(amount) * (units[unit ?? "ms"] ?? 1);
+};
+
+const byteUnits: Record<string, number> = { "": 1, Ki: 1024, Mi: 1024 * 1024 };
+
+/** `65536`, `64Ki`, `1Mi` → bytes; at least 4 KiB (a task's stub must fit in half of it). */
+export const parseByteSize = (raw: string): number | undefined => {
+  const match = /^(\d{1,10})(Ki|Mi)?$/.exec(raw.trim());
+  if (match === null) return undefined;
+  const bytes = Number(match[1]) * (byteUnits[match[2] ?? ""] ?? 1);
+  return bytes >= 4096 && Number.isSafeInteger(bytes) ? bytes : undefined;
 };
 
 const positiveInt = (raw: string): number | undefined =>
@@ -167,6 +178,14 @@ export const controllerOptionSpecs = {
     fallback: [] as string[],
     parse: (raw: string) => (raw.split(",").every(isImageReference) ? raw.split(",") : undefined),
   } satisfies Spec<string[]>,
+  maxTaskBytes: {
+    flag: "max-task-bytes",
+    env: "OPSTASK_MAX_TASK_BYTES",
+    help: "the most one task may hold in the controller's cache; a larger task is Rejected (ERR_TASK_TOO_LARGE)",
+    accepts: "a size of at least 4Ki, in bytes or with Ki or Mi, such as 64Ki",
+    fallback: DefaultMaxTaskBytes,
+    parse: parseByteSize,
+  } satisfies Spec<number>,
   metricsAddress: {
     flag: "metrics-address",
     env: "OPSTASK_METRICS_ADDRESS",

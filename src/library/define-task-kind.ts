@@ -15,6 +15,7 @@ import { ObjectMeta } from "../api/meta.ts";
 import type { TaskStatus } from "../api/status.ts";
 import { TaskStatusSchema } from "../api/status-schema.ts";
 import type {
+  CachedMetadata,
   Decoded,
   TaskDecodeFailure,
   TaskKind,
@@ -71,6 +72,12 @@ export interface TaskKindAccessors<Task> {
    * over (`metadata` and `status` are read with `ObjectMeta` and `TaskStatusSchema`).
    */
   readonly readTtlSeconds?: (object: unknown) => number | undefined;
+  /**
+   * The labels and annotations of a task that its schema and handlers read. The controller's cache
+   * keeps no other (what a task author writes there must not cost the controller memory), so a
+   * handler that reads a label must name it here.
+   */
+  readonly cachedMetadata?: CachedMetadata;
 }
 
 export type TaskKindDefinition<Task> = TaskKindAccessors<Task> & TaskSource<Task>;
@@ -137,6 +144,7 @@ export const defineTaskKind = <Task extends { readonly metadata: TaskMeta }>(
       group: definition.vocabulary?.group ?? "admission group",
     },
     defaultTtlSeconds: definition.defaultTtlSeconds ?? 3600,
+    ...(definition.cachedMetadata === undefined ? {} : { cachedMetadata: definition.cachedMetadata }),
     decode: definition.schema === undefined ? definition.decode : schemaDecoder(definition.schema),
     ...(definition.readTtlSeconds === undefined
       ? {}

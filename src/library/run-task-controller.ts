@@ -137,6 +137,11 @@ export interface TaskControllerBaseOptions<Task, R> extends LifecycleOptions {
   readonly startTimeoutMs?: number;
   /** How to install the CRD, for the error when it is missing (`kubectl apply -f <crdManifest>`). */
   readonly crdManifest?: string;
+  /**
+   * The bound on one task as the controller caches it, in bytes of JSON (default 64 KiB): a larger
+   * task is Rejected with ERR_TASK_TOO_LARGE, so that memory grows with the number of tasks only.
+   */
+  readonly maxTaskBytes?: number;
 }
 
 export type TaskControllerOptions<Task, R = never> = TaskControllerBaseOptions<Task, R> & ServicesOption<R>;
@@ -318,6 +323,7 @@ export const runTaskController = async <Task, R = never>(
           ...(options.groupResource === undefined ? {} : { groupResource: options.groupResource }),
           ...(options.groupObjects === undefined ? {} : { groupObjects: options.groupObjects }),
           ...(observer === undefined ? {} : { observer }),
+          ...(options.maxTaskBytes === undefined ? {} : { maxTaskBytes: options.maxTaskBytes }),
         }).pipe(Effect.provideService(EventRecorder, events)),
       );
     }

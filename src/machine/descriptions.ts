@@ -3,7 +3,7 @@
  * handlers. Druid mixes "in progress" and "in Progress"; opstask writes one form (§13 D7).
  */
 import type { OperationState, OperationType } from "../api/status.ts";
-import type { PeerTask, TaskError, Vocabulary } from "./types.ts";
+import type { PeerTask, TaskError, UnsupportedCode, Vocabulary } from "./types.ts";
 
 export const describe = {
   admitInProgress: "Task Admit phase is in progress",
@@ -13,6 +13,7 @@ export const describe = {
   cleanupSkippedRejected: "Cleanup skipped for rejected task",
   unsupported: "Task config is not supported by this controller",
   invalid: "Task is invalid; see lastErrors for the fields to fix",
+  tooLarge: "Task is too large for the controller; see lastErrors for its size and the limit",
   duplicate: (words: Vocabulary): string =>
     `${words.kind} for the same ${words.group} is already in progress`,
   queued: (words: Vocabulary, peer: PeerTask): string =>
@@ -23,6 +24,19 @@ export const describe = {
     `${type} is in state ${state} for task ${task}`,
 } as const;
 
+/** The status description of a task that cannot run, by why. */
+export const unsupportedDescription: Record<UnsupportedCode, string> = {
+  ERR_UNSUPPORTED_TASK: describe.unsupported,
+  ERR_INVALID_TASK: describe.invalid,
+  ERR_TASK_TOO_LARGE: describe.tooLarge,
+};
+
+const unsupportedMessage: Record<UnsupportedCode, string> = {
+  ERR_UNSUPPORTED_TASK: "unsupported task config",
+  ERR_INVALID_TASK: "invalid task",
+  ERR_TASK_TOO_LARGE: "task too large",
+};
+
 /** "an EtcdOpsTask" (druid's text) but "a CacheFlush": the article by the word's first letter. */
 const withArticle = (word: string): string => `${/^[aeiou]/i.test(word) ? "an" : "a"} ${word}`;
 
@@ -32,9 +46,9 @@ export const lifecycleErrors = {
     message: "duplicate task found",
     cause: `${withArticle(words.kind)} for ${words.group} ${namespace}/${group} is already present (task: ${peer.name})`,
   }),
-  unsupported: (code: "ERR_UNSUPPORTED_TASK" | "ERR_INVALID_TASK", reason: string): TaskError => ({
+  unsupported: (code: UnsupportedCode, reason: string): TaskError => ({
     code,
-    message: code === "ERR_INVALID_TASK" ? "invalid task" : "unsupported task config",
+    message: unsupportedMessage[code],
     cause: reason,
   }),
   deleteFailed: (words: Vocabulary, cause: string): TaskError => ({

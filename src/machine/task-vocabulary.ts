@@ -9,7 +9,7 @@ import { isTerminal } from "../api/status.ts";
 import type { RequeueReason } from "../effects/task-effect.ts";
 import { blockingPeer } from "./admission.ts";
 import { backoffDelayMs } from "./backoff.ts";
-import { describe, lifecycleErrors } from "./descriptions.ts";
+import { describe, lifecycleErrors, unsupportedDescription } from "./descriptions.ts";
 import { statusPatch, withError, withOperation, withState } from "./status-edits.ts";
 import {
   type DeleteEvent,
@@ -194,7 +194,7 @@ export const effects = lifecycle.extend({
           code: "ERR_UNSUPPORTED_TASK",
           reason: "unknown config",
         };
-        const text = code === "ERR_INVALID_TASK" ? describe.invalid : describe.unsupported;
+        const text = unsupportedDescription[code];
         const status = operate(context, enter(context, "Rejected"), "admit", "Failed", text);
         return withError(status, "Admit", lifecycleErrors.unsupported(code, reason), context.now);
       }),
@@ -205,7 +205,7 @@ export const effects = lifecycle.extend({
           code: "ERR_UNSUPPORTED_TASK",
           reason: "unknown config",
         };
-        const text = code === "ERR_INVALID_TASK" ? describe.invalid : describe.unsupported;
+        const text = unsupportedDescription[code];
         const status = operate(context, enter(context, "Failed"), "execute", "Failed", text);
         return withError(status, "Execution", lifecycleErrors.unsupported(code, reason), context.now);
       }),

@@ -65,6 +65,9 @@ export interface PeerTask {
   readonly released?: boolean;
 }
 
+/** Why a task cannot run at all (see `TaskObservation.unsupported`). */
+export type UnsupportedCode = "ERR_UNSUPPORTED_TASK" | "ERR_INVALID_TASK" | "ERR_TASK_TOO_LARGE";
+
 /** The task object, reduced to what the lifecycle needs. */
 export interface TaskObservation {
   readonly namespace: string;
@@ -80,11 +83,12 @@ export interface TaskObservation {
   /** The admission group (druid: `spec.etcdName`); tasks without one never conflict. */
   readonly group?: string;
   /**
-   * Set when the task cannot run: no handler exists for its config (ERR_UNSUPPORTED_TASK), or it does
-   * not decode (ERR_INVALID_TASK). It is Rejected and stays deletable.
+   * Set when the task cannot run: no handler exists for its config (ERR_UNSUPPORTED_TASK), it does
+   * not decode (ERR_INVALID_TASK), or it is too large to cache (ERR_TASK_TOO_LARGE). It is Rejected
+   * and stays deletable.
    */
   readonly unsupported?: {
-    readonly code: "ERR_UNSUPPORTED_TASK" | "ERR_INVALID_TASK";
+    readonly code: UnsupportedCode;
     readonly reason: string;
   };
   readonly status: TaskStatus;

@@ -1,6 +1,7 @@
 /** Turns a decoded task into the machine's `TaskObservation`, and its peers into `PeerTask`s. */
 import { fromWireTime } from "../machine/time.ts";
 import type { PeerTask, TaskObservation } from "../machine/types.ts";
+import { tooLargeReason } from "./oversized-task.ts";
 import { machineVersionAnnotation, type TaskFacts } from "./task-kind.ts";
 
 /**
@@ -30,6 +31,8 @@ const unsupportedOf = (
   facts: TaskFacts,
   supported: ReadonlyArray<string>,
 ): Pick<TaskObservation, "unsupported"> => {
+  if (facts.tooLarge !== undefined)
+    return { unsupported: { code: "ERR_TASK_TOO_LARGE", reason: tooLargeReason(facts.tooLarge) } };
   if (facts.invalid !== undefined) {
     return {
       unsupported: {

@@ -5,6 +5,7 @@
  */
 import type { TaskStatus } from "../api/status.ts";
 import type { Vocabulary } from "../machine/types.ts";
+import { type OversizedTask, oversizedOf, tooLargeReason } from "./oversized-task.ts";
 
 export interface ResourceRef {
   readonly group: string;
@@ -39,6 +40,11 @@ export interface TaskFacts {
    * Rejected with ERR_INVALID_TASK naming them, and stays deletable.
    */
   readonly invalid?: ReadonlyArray<string>;
+  /**
+   * Set when the task is too large for the controller's cache (reconcile/oversized-task.ts): it is
+   * Rejected with ERR_TASK_TOO_LARGE, and stays deletable.
+   */
+  readonly tooLarge?: OversizedTask;
 }
 
 /** A decode failure, one line per problem, each naming the field (`spec.config.x.type: expected …`). */
@@ -78,6 +84,18 @@ export interface TaskKind<Task> {
    * that only waits for its TTL costs no decode when the controller first sees it (reconcile/settled-facts.ts).
    */
   readonly undecodedFacts?: (object: unknown) => UndecodedFacts | undefined;
+  /**
+   * The labels and annotations the handlers read. The cache keeps no other (a task's memory must not
+   * grow with what its author writes there); the lifecycle's own annotations are always kept.
+   */
+  readonly cachedMetadata?: CachedMetadata;
+}
+
+export interface CachedMetadata {
+  /** Keep the task's labels (default false). */
+  readonly labels?: boolean;
+  /** Keep these annotations (default none). */
+  readonly annotations?: ReadonlyArray<string>;
 }
 
 /**
@@ -96,6 +114,8 @@ export const readTask = <Task>(
   kind: TaskKind<Task>,
   object: unknown,
 ): { readonly facts: TaskFacts; readonly task: Task | undefined } | undefined => {
+  const oversized = oversizedOf(object);
+  if (oversized !== undefined) return oversizedFacts(kind, object, oversized);
   const decoded = kind.decode(object);
   if (decoded.ok) return { facts: kind.facts(decoded.task), task: decoded.task };
   const { metadata, status, errors } = decoded.failure;
@@ -107,6 +127,35 @@ export const readTask = <Task>(
       member: "",
       status: status ?? {},
       invalid: errors,
+    },
+    task: undefined,
+  };
+};
+
+/**
+ * A stub of a task too large to cache: its metadata and status read with the kind's own decoder (the
+ * stub has no spec, so the decode fails after reading them), Rejected as too large. Undefined when
+ * the stub kept nothing a write could be built from.
+ */
+const oversizedFacts = <Task>(
+  kind: TaskKind<Task>,
+  object: unknown,
+  oversized: OversizedTask,
+): { readonly facts: TaskFacts; readonly task: undefined } | undefined => {
+  if (!oversized.actionable) return undefined;
+  const decoded = kind.decode(object);
+  const read = decoded.ok
+    ? { metadata: kind.facts(decoded.task).metadata, status: kind.facts(decoded.task).status }
+    : decoded.failure;
+  if (read.metadata === undefined) return undefined;
+  return {
+    facts: {
+      metadata: read.metadata,
+      ttlSeconds: kind.defaultTtlSeconds,
+      member: "",
+      status: read.status ?? {},
+      invalid: [tooLargeReason(oversized)],
+      tooLarge: oversized,
     },
     task: undefined,
   };

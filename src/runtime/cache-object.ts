@@ -20,6 +20,10 @@
  * `{ onDemandSnapshot: { type: "full" } }`. One value never seen before (an Etcd's name, a run ID) keeps
  * its object out of the table, so unique objects cost no entry. Sharing is an optimisation, never needed
  * for correctness: a cached object is read, never changed, by everything that gets it.
+ *
+ * Measured: the copy walks every value anyway, so it also adds up about how many bytes of JSON it kept
+ * (string lengths, keys, 8 per other value; `cacheCopy`), the figure a task's size bound is checked
+ * against (task-cache.ts) without a JSON.stringify of each object.
  */
 import { isKubeObject, type KubeObject } from "../kube/object.ts";
 
@@ -31,10 +35,32 @@ const unique = new Set(["name", "uid", "resourceVersion", "generateName"]);
 const maxSharedFields = 8;
 const maxSharedJson = 256;
 
+/**
+ * Which metadata a copy keeps. Default: every field but managedFields, every annotation but kubectl's
+ * last-applied copy.
+ */
+export interface MetadataShape {
+  /** The metadata fields kept; the others are dropped. */
+  readonly fields?: ReadonlySet<string>;
+  /** The annotations kept; the others are dropped. */
+  readonly annotations?: ReadonlySet<string>;
+}
+
+/** A copy as the cache keeps it, and about how many bytes of JSON it holds (in all, and per part). */
+export interface CacheCopy {
+  readonly object: KubeObject;
+  readonly bytes: number;
+  readonly metadataBytes: number;
+  readonly statusBytes: number;
+}
+
 let canonical = new Map<string, string>();
 let canonicalObjects = new Map<string, object>();
 /** Set while copying when a value was not in its table yet: the object holding it stays unshared. */
 let unseen = false;
+/** Bytes of JSON kept by the copy under way (about: string lengths, keys, 8 per other value). */
+let measured = 0;
+let shape: MetadataShape = {};
 
 const share = (value: string): string => {
   if (value.length > maxSharedLength) {
@@ -64,8 +90,14 @@ const shareObject = (copy: object, fields: number): object => {
 
 /** A copy of a JSON value with its short strings shared; `metadata` marks the object's own metadata. */
 const shared = (value: unknown, metadata: boolean): unknown => {
-  if (typeof value === "string") return share(value);
-  if (typeof value !== "object" || value === null) return value;
+  if (typeof value === "string") {
+    measured += value.length + 3;
+    return share(value);
+  }
+  if (typeof value !== "object" || value === null) {
+    measured += 8;
+    return value;
+  }
   const outer = unseen;
   unseen = false;
   const copy = metadata ? sharedFields(value, true) : sharedValue(value);
@@ -89,24 +121,48 @@ const sharedFields = (value: object, metadata: boolean): Record<string, unknown>
   // its managedFields, so it is built field by field.
   const copy: Record<string, unknown> = metadata ? {} : { ...value };
   for (const [key, field] of Object.entries(value)) {
-    if (metadata && key === "managedFields") continue;
-    if (metadata && unique.has(key)) copy[key] = field;
-    else if (metadata && key === "annotations") copy[key] = shared(withoutLastApplied(field), false);
+    if (metadata && (shape.fields === undefined ? key === "managedFields" : !shape.fields.has(key))) continue;
+    measured += key.length + 4;
+    if (metadata && unique.has(key)) {
+      measured += typeof field === "string" ? field.length + 3 : 8;
+      copy[key] = field;
+    } else if (metadata && key === "annotations") copy[key] = shared(keptAnnotations(field), false);
     else copy[key] = shared(field, false);
   }
   return copy;
 };
 
-const withoutLastApplied = (annotations: unknown): unknown => {
-  if (typeof annotations !== "object" || annotations === null || !(lastApplied in annotations))
-    return annotations;
-  const { [lastApplied]: _, ...rest } = annotations;
+const keptAnnotations = (annotations: unknown): unknown => {
+  if (typeof annotations !== "object" || annotations === null) return annotations;
+  const kept = shape.annotations;
+  if (kept === undefined) {
+    if (!(lastApplied in annotations)) return annotations;
+    const { [lastApplied]: _, ...rest } = annotations;
+    return rest;
+  }
+  const rest: Record<string, unknown> = {};
+  for (const key of kept) if (Object.hasOwn(annotations, key)) rest[key] = Reflect.get(annotations, key);
   return rest;
 };
 
-/** The object as the cache keeps it (a new object; the argument is not changed). */
-export const cacheObject = (object: KubeObject): KubeObject => {
+/** The object as the cache keeps it, measured (a new object; the argument is not changed). */
+export const cacheCopy = (object: KubeObject, metadataShape: MetadataShape = {}): CacheCopy => {
+  shape = metadataShape;
+  measured = 0;
+  let metadataBytes = 0;
+  let statusBytes = 0;
   const copy: Record<string, unknown> = { ...object };
-  for (const [key, field] of Object.entries(object)) copy[key] = shared(field, key === "metadata");
-  return isKubeObject(copy) ? copy : object;
+  for (const [key, field] of Object.entries(object)) {
+    const before = measured;
+    copy[key] = shared(field, key === "metadata");
+    if (key === "metadata") metadataBytes = measured - before;
+    else if (key === "status") statusBytes = measured - before;
+    measured += key.length + 4;
+  }
+  shape = {};
+  const bytes = measured;
+  return { object: isKubeObject(copy) ? copy : object, bytes, metadataBytes, statusBytes };
 };
+
+/** The object as the cache keeps it (a new object; the argument is not changed). */
+export const cacheObject = (object: KubeObject): KubeObject => cacheCopy(object).object;

@@ -35,6 +35,11 @@ export interface ControllerOptions<Task, R> {
   readonly observer?: ControllerObserver;
   /** Field managers of our own writes besides `opstask` (a library user's `fieldManager`): not foreign. */
   readonly fieldManagers?: ReadonlyArray<string>;
+  /**
+   * The bound on one task as cached, in bytes of JSON (default 64 KiB, reconcile/oversized-task.ts):
+   * a larger task is kept as a stub and Rejected with ERR_TASK_TOO_LARGE.
+   */
+  readonly maxTaskBytes?: number;
 }
 
 /** What the controller exposes while it runs. */

@@ -46,6 +46,7 @@ import {
   type HandlerDefect,
   type HandlerReply,
 } from "../reconcile/handler-defect.ts";
+import { DefaultMaxTaskBytes, oversizedOf, tooLargeReason } from "../reconcile/oversized-task.ts";
 import { Answer, answer, drive, type PassRequest, type Step, start } from "../reconcile/pass.ts";
 import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../reconcile/scheduler.ts";
 import { settledUntil } from "../reconcile/settled.ts";
@@ -57,6 +58,7 @@ import { makeForeignWriterWatch, ownFieldManagers, reportForeignWrites } from ".
 import { kubeHandlerContext, kubeObjectGetter } from "./handler-context-kube.ts";
 import { makeInformer } from "./informer.ts";
 import { noObserver, type TaskLabels } from "./metrics.ts";
+import { taskCacheKeep } from "./task-cache.ts";
 import { makeWorkQueue } from "./work-queue.ts";
 
 export type { ControllerHandle, ControllerOptions, ControllerStats } from "./controller-options.ts";
@@ -100,10 +102,16 @@ export const runController = <Task, R>(
       ownManagers: [...ownFieldManagers, ...(options.fieldManagers ?? [])],
       finalizer: kind.finalizer,
     });
+    // What the cache keeps of a task, bounded per task (task-cache.ts); a write's result is kept the same way.
+    const keep = taskCacheKeep({
+      maxBytes: options.maxTaskBytes ?? DefaultMaxTaskBytes,
+      ...(kind.cachedMetadata === undefined ? {} : { cachedMetadata: kind.cachedMetadata }),
+    });
     const informer = yield* makeInformer({
       kubeConfig: options.kubeConfig,
       resource: kind.resource,
       echoes: "suppress",
+      keep,
       inspect: foreign.inspect,
       ...(options.counter === undefined ? {} : { counter: options.counter }),
       ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
@@ -152,9 +160,12 @@ export const runController = <Task, R>(
       request._tag === "RunPhase"
         ? Effect.succeed(Answer.Suspend())
         : Effect.gen(function* () {
-            const { answer: result, accepted, written } = yield* performOnCluster(running.object, request);
+            const performed = yield* performOnCluster(running.object, request);
+            const { answer: result, accepted } = performed;
             if (accepted) stats.writes[request._tag] = (stats.writes[request._tag] ?? 0) + 1;
-            if (written === undefined) return result;
+            if (performed.written === undefined) return result;
+            // The pass holds the task as the cache would, never the whole answer (a large task's megabytes).
+            const written = keep(performed.written);
             // A DELETE or a status patch (no resourceVersion precondition) may return others' changes.
             if (
               request._tag === "DeleteTask" ||
@@ -332,6 +343,11 @@ export const runController = <Task, R>(
         const read = decodedOnce.get(object) ?? readTask(kind, object);
         decodedOnce.delete(object);
         if (read === undefined) {
+          const oversized = oversizedOf(object);
+          if (oversized !== undefined)
+            return yield* Effect.logError(
+              "task too large to act on: even its finalizers and annotations exceed half the limit; left alone",
+            ).pipe(Effect.annotateLogs({ task: key, reason: tooLargeReason(oversized) }));
           // Not even its metadata decodes: nothing can be written to it. (A bad spec or status is
           // handled by the machine: the task is Rejected with ERR_INVALID_TASK naming the fields.)
           const decoded = kind.decode(object);

@@ -1,0 +1,56 @@
+/**
+ * What the controller's cache keeps of a task: what the lifecycle, the decoder, the handlers and the
+ * task board read, and nothing a task author can grow without bound unless it is counted.
+ *
+ * Kept: the top-level fields (apiVersion, kind, spec, status: the decoder reads them whole) and, of
+ * the metadata, the identity (name, namespace, uid, resourceVersion, generation, creationTimestamp),
+ * deletionTimestamp, finalizers (a finalizer patch sends the whole list) and the annotations the
+ * lifecycle reads (its machine version) or the kind asks for; labels only when the kind asks for
+ * them (`TaskKind.cachedMetadata`). Dropped: other labels and annotations, ownerReferences,
+ * managedFields and the rest. Nothing needs a hash to notice a change: the resourceVersion does.
+ *
+ * Bounded: the copy measures what it kept (cache-object.ts); a task over `maxBytes` is kept as a stub
+ * (reconcile/oversized-task.ts) holding its identity, finalizers and read annotations when those fit
+ * in half the bound, and its status when that fits in the other half. So every cached task costs at
+ * most about `maxBytes`, and the controller's memory grows with the number of tasks, not their size.
+ */
+import type { KubeObject } from "../kube/object.ts";
+import { markOversized, oversizedOf } from "../reconcile/oversized-task.ts";
+import { type CachedMetadata, machineVersionAnnotation } from "../reconcile/task-kind.ts";
+import { cacheCopy, type MetadataShape } from "./cache-object.ts";
+
+const identity = ["name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp"];
+const lifecycleMetadata = [...identity, "deletionTimestamp", "finalizers", "annotations"];
+
+export interface TaskCacheOptions {
+  /** The bound on one task as cached, in bytes of JSON (about). */
+  readonly maxBytes: number;
+  readonly cachedMetadata?: CachedMetadata;
+}
+
+/** The informer's `keep` for tasks: a copy of what is read, or a stub when that exceeds the bound. */
+export const taskCacheKeep = (options: TaskCacheOptions): ((object: KubeObject) => KubeObject) => {
+  const { maxBytes, cachedMetadata } = options;
+  const shape: MetadataShape = {
+    fields: new Set(cachedMetadata?.labels === true ? [...lifecycleMetadata, "labels"] : lifecycleMetadata),
+    annotations: new Set([machineVersionAnnotation, ...(cachedMetadata?.annotations ?? [])]),
+  };
+  return (object) => {
+    // A write's result is kept before it goes to the cache's upsert, which keeps it again.
+    if (oversizedOf(object) !== undefined) return object;
+    const copy = cacheCopy(object, shape);
+    if (copy.bytes <= maxBytes) return copy.object;
+    const { metadata, status } = copy.object;
+    const actionable = copy.metadataBytes <= maxBytes / 2;
+    const stubMetadata: Record<string, unknown> = {};
+    for (const field of actionable ? lifecycleMetadata : identity)
+      if (Object.hasOwn(metadata, field)) stubMetadata[field] = Reflect.get(metadata, field);
+    const stub = {
+      apiVersion: object.apiVersion,
+      kind: object.kind,
+      metadata: stubMetadata as KubeObject["metadata"],
+      ...(status !== undefined && copy.statusBytes <= maxBytes / 2 ? { status } : {}),
+    };
+    return markOversized(stub, { bytes: copy.bytes, limit: maxBytes, actionable });
+  };
+};
