@@ -11,6 +11,7 @@ import type { KubeError } from "../../kube/errors.ts";
 import { OptionError } from "../options.ts";
 import type { CliKind } from "./cli-kind.ts";
 import type { TaskIo } from "./io.ts";
+import { terminalText } from "./terminal-text.ts";
 
 /** What `prepare` hands back: the request program, and the kind it reads (named in an API error's hint). */
 export interface Prepared {
@@ -72,7 +73,7 @@ export const runTaskCommand =
             Effect.sync(() => {
               const hint = apiErrorHint(error.reason, prepared.kind);
               io.stderr.write(
-                `${io.program} ${spec.name}: ${error.reason}${error.code === 0 ? "" : ` (${error.code})`}: ${error.message}${
+                `${io.program} ${spec.name}: ${error.reason}${error.code === 0 ? "" : ` (${error.code})`}: ${terminalText(error.message)}${
                   hint === undefined ? "" : `\n  hint: ${hint}`
                 }\n`,
               );

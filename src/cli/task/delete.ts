@@ -14,6 +14,7 @@ import { qualifiedName } from "./cli-kind.ts";
 import { type Cluster, deleteTask, getTask, listTasks } from "./cluster.ts";
 import { humanDuration } from "./human-duration.ts";
 import type { Output } from "./io.ts";
+import { terminalText } from "./terminal-text.ts";
 import { WaitExit } from "./wait.ts";
 
 export interface DeleteOptions {
@@ -50,7 +51,9 @@ export const deleteTasks = (options: DeleteOptions): Effect.Effect<number, KubeE
       } else {
         failed = true;
         const error = result.failure;
-        options.stderr.write(`Error from server (${error.reason}): ${what} "${name}": ${error.message}\n`);
+        options.stderr.write(
+          `Error from server (${error.reason}): ${what} "${name}": ${terminalText(error.message)}\n`,
+        );
       }
     }
     if (options.waitTimeoutMs !== undefined && deleted.length > 0) {

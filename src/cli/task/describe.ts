@@ -15,6 +15,7 @@ import { timeline, why } from "./explain.ts";
 import { humanDuration } from "./human-duration.ts";
 import type { Output } from "./io.ts";
 import { decodeLastError, phaseOf, type TaskView, viewOf } from "./task-view.ts";
+import { terminalText } from "./terminal-text.ts";
 
 const field = (label: string, value: string): string => `${`${label}:`.padEnd(13)}${value}\n`;
 
@@ -57,9 +58,11 @@ export const renderDescription = (
   const created = view.createdAt;
   for (const entry of timeline(view, events ?? [])) {
     const offset = created === undefined ? "" : `+${humanDuration(entry.at - created)}`;
-    out += `  ${toWireTime(entry.at)}  ${offset.padEnd(7)} ${entry.source.padEnd(9)} ${entry.text}\n`;
+    // Event notes come from the cluster as they are; the view's texts are escaped already.
+    out += `  ${toWireTime(entry.at)}  ${offset.padEnd(7)} ${entry.source.padEnd(9)} ${terminalText(entry.text)}\n`;
   }
-  if (events === undefined) out += `  (events not shown: ${eventsError ?? "could not be listed"})\n`;
+  if (events === undefined)
+    out += `  (events not shown: ${terminalText(eventsError ?? "could not be listed")})\n`;
   else if (events.length === 0) out += "  (no events recorded for this task, or they have expired)\n";
 
   const errors = status.lastErrors ?? [];

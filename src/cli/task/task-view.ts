@@ -2,6 +2,9 @@
  * A task as the commands show it, through its kind's decoder (src/cli/task/cli-kind.ts). Read
  * leniently: a task whose spec does not decode (written by hand, or for a newer CRD) is still listed
  * and described, with its decode errors, rather than hidden.
+ *
+ * Every text in a view is safe to print on a terminal (terminal-text.ts): describe, get's table, wait
+ * and explain print views, never the object. `-o json|yaml` print the object itself, exactly.
  */
 import * as Result from "effect/Result";
 import * as SchemaParser from "effect/SchemaParser";
@@ -10,6 +13,7 @@ import { TaskStatusSchema } from "../../api/status-schema.ts";
 import type { KubeObject } from "../../kube/object.ts";
 import { fromWireTime } from "../../machine/time.ts";
 import type { CliKind } from "./cli-kind.ts";
+import { terminalText } from "./terminal-text.ts";
 
 export interface TaskView {
   readonly kind: CliKind;
@@ -40,25 +44,56 @@ const get = (value: unknown, key: string): unknown =>
 
 const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
 
+/** The status's texts escaped for a terminal; states and types are closed sets, checked by the decoder. */
+const safeStatus = (status: TaskStatus): TaskStatus => ({
+  ...status,
+  ...(status.lastTransitionTime === undefined
+    ? {}
+    : { lastTransitionTime: terminalText(status.lastTransitionTime) }),
+  ...(status.startedAt === undefined ? {} : { startedAt: terminalText(status.startedAt) }),
+  ...(status.lastOperation === undefined
+    ? {}
+    : {
+        lastOperation: {
+          ...status.lastOperation,
+          description: terminalText(status.lastOperation.description),
+          runID: terminalText(status.lastOperation.runID),
+          lastUpdateTime: terminalText(status.lastOperation.lastUpdateTime),
+        },
+      }),
+  ...(status.lastErrors === undefined
+    ? {}
+    : {
+        lastErrors: status.lastErrors.map((error) => ({
+          code: terminalText(error.code),
+          description: terminalText(error.description),
+          observedAt: terminalText(error.observedAt),
+        })),
+      }),
+});
+
+const safe = (text: string | undefined): string | undefined =>
+  text === undefined ? undefined : terminalText(text);
+
 export const viewOf = (kind: CliKind, object: KubeObject): TaskView => {
   const meta = object.metadata;
   const facts = kind.facts(object);
   const status = decodeStatus(get(object, "status") ?? {});
   return {
     kind,
-    namespace: meta.namespace,
-    name: meta.name,
+    namespace: terminalText(meta.namespace),
+    name: terminalText(meta.name),
     uid: meta.uid,
     resourceVersion: meta.resourceVersion,
     createdAt: fromWireTime(str(meta.creationTimestamp)),
     deletingSince: fromWireTime(meta.deletionTimestamp),
-    finalizers: meta.finalizers ?? [],
-    group: facts?.group,
-    member: facts?.member ?? "",
+    finalizers: (meta.finalizers ?? []).map(terminalText),
+    group: safe(facts?.group),
+    member: terminalText(facts?.member ?? ""),
     ttlSeconds: facts?.ttlSeconds ?? kind.defaultTtlSeconds,
-    summary: kind.summary(object),
-    invalid: facts?.invalid ?? [],
-    status: facts?.status ?? (Result.isSuccess(status) ? status.success : {}),
+    summary: safe(kind.summary(object)),
+    invalid: (facts?.invalid ?? []).map(terminalText),
+    status: safeStatus(facts?.status ?? (Result.isSuccess(status) ? status.success : {})),
   };
 };
 
