@@ -9,6 +9,15 @@
 # The two bases are arguments so that a machine without registry access can build from base images
 # it made itself: scripts/image-check builds this file with buildah from such bases
 # (test/image/bases.sh) and runs the result with podman as deploy/deployment.yaml runs it.
+#
+# Pin both by digest for a release build: a tag can be moved, a digest names one image. They stay
+# tags here only because no registry was reachable where this file was written to read the digests.
+# To pin, take the digest of each tag's multi-arch index (every architecture then gets its own image)
+#   crane digest node:24.21.0-bookworm-slim
+#   crane digest gcr.io/distroless/nodejs24-debian12:nonroot
+#   # or: skopeo inspect --raw docker://<ref> | sha256sum
+# and write `<ref>@sha256:<digest>` below (the tag kept for readers), or pass it per build:
+#   docker build --build-arg RUNTIME_BASE=gcr.io/distroless/nodejs24-debian12:nonroot@sha256:<digest> .
 ARG BUILD_BASE=node:24.21.0-bookworm-slim
 ARG RUNTIME_BASE=gcr.io/distroless/nodejs24-debian12:nonroot
 

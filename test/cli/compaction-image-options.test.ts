@@ -34,6 +34,21 @@ describe("compaction image options", () => {
     expect(fromFile.sources.compactionImage).toBe("config");
   });
 
+  it("take digest references (name@sha256:…, name:tag@sha256:…) as they are", () => {
+    const digestOnly = `registry.example/etcdbrctl@sha256:${"cd".repeat(32)}`;
+    expect(readControllerOptions(["--compaction-image", digestOnly], {}).compactionImage).toBe(digestOnly);
+    expect(
+      readControllerOptions([`--compaction-allowed-images=${pinned},${digestOnly}`], {})
+        .compactionAllowedImages,
+    ).toEqual([pinned, digestOnly]);
+    expect(
+      readControllerOptions([], { OPSTASK_COMPACTION_ALLOWED_IMAGES: digestOnly }).compactionAllowedImages,
+    ).toEqual([digestOnly]);
+    expect(() =>
+      readControllerOptions(["--compaction-image", "registry.example/etcdbrctl@sha256:abc"], {}),
+    ).toThrow(/for --compaction-image: expected an image reference/);
+  });
+
   it("refuse what is not an image reference, naming the option", () => {
     expect(() => readControllerOptions(["--compaction-image", "Bad Image"], {})).toThrow(
       'invalid value "Bad Image" for --compaction-image: expected an image reference',

@@ -141,3 +141,30 @@ describe("the compaction pod is restricted and bounded (finding 9)", () => {
     expect(jobs.job(namespace, jobName)?.spec?.activeDeadlineSeconds).toBe(86_400);
   });
 });
+
+describe("images pinned by digest (issue 22, point 7)", () => {
+  const repository = "registry.example/gardener/etcdbrctl";
+  const tagAndDigest = `${repository}:v0.43.0@sha256:${"a".repeat(64)}`;
+  const digestOnly = `${repository}@sha256:${"b".repeat(64)}`;
+  const pinnedPolicy: RunOptions = { defaultImage: tagAndDigest, allowedImages: [digestOnly] };
+
+  it("the controller's image by tag and digest is the Job's image, character for character", async () => {
+    expect(containerOf((await executed(undefined, pinnedPolicy)).job).image).toBe(tagAndDigest);
+  });
+
+  it("a task may name an allowed digest reference, and its Job runs exactly that reference", async () => {
+    expect(containerOf((await executed(digestOnly, pinnedPolicy)).job).image).toBe(digestOnly);
+    expect(containerOf((await executed(tagAndDigest, pinnedPolicy)).job).image).toBe(tagAndDigest);
+  });
+
+  it.each([
+    ["another digest of an allowed name", `${repository}@sha256:${"c".repeat(64)}`],
+    ["the allowed tag with another digest", `${repository}:v0.43.0@sha256:${"c".repeat(64)}`],
+    ["the allowed tag without its digest", `${repository}:v0.43.0`],
+    ["the name alone", repository],
+  ])("%s Rejects the task and creates no Job", async (_what, image) => {
+    const { outcome, job } = await executed(image, pinnedPolicy);
+    expect(outcome).toMatchObject({ kind: "failed", error: { code: "ERR_COMPACTION_IMAGE_NOT_ALLOWED" } });
+    expect(job).toBeUndefined();
+  });
+});
