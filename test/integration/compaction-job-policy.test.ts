@@ -22,6 +22,7 @@ import {
   CoreV1Api,
   type KubeConfig,
   type V1Container,
+  type V1Deployment,
   type V1Job,
   type V1PodSpec,
   VersionApi,
@@ -40,7 +41,7 @@ import {
 } from "../etcd/on-demand-snapshot-compaction/fixtures.ts";
 import { secretObject } from "../etcd/support/fixtures.ts";
 import { useControlPlane } from "../support/cluster.ts";
-import { applyManifests, deployCrdFiles, deployObjects } from "../support/deploy-manifests.ts";
+import { applyManifests, deployCrdFiles, deployObjects, theOne } from "../support/deploy-manifests.ts";
 
 const cluster = useControlPlane({ crds: deployCrdFiles });
 const serviceAccount = "system:serviceaccount:opstask-system:opstask";
@@ -201,12 +202,19 @@ describe("the compaction Job policy (deploy/compaction-job-policy.yaml)", () => 
     // here; that the policy is evaluated is what the refusals below show.
   });
 
-  it("lists the controller's default compaction image among the allowed ones", () => {
-    const config = deployObjects().find(
+  it("lists the controller's compaction image (built-in default and the Deployment's flag) among the allowed ones", () => {
+    const objects = deployObjects();
+    const config = objects.find(
       (object) => object.kind === "ConfigMap" && object.metadata.name === "opstask-compaction-job-policy",
     ) as { data?: { images?: string } } | undefined;
     const images = (config?.data?.images ?? "").split("\n").map((line) => line.trim());
     expect(images).toContain(DefaultCompactionImage);
+    // Pinning one and not the other would fail every compaction (ERR_CREATE_JOB).
+    const deployment = theOne<V1Deployment>(objects, "Deployment");
+    const args = deployment.spec?.template.spec?.containers[0]?.args ?? [];
+    const flag = args.find((arg) => arg.startsWith("--compaction-image="));
+    expect(flag).toBeDefined();
+    expect(images).toContain(flag?.slice("--compaction-image=".length));
   });
 
   it.each(builds)("admits the Job the handler builds for %s", async (_what, build) => {
