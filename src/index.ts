@@ -112,6 +112,12 @@ export type {
   Vocabulary,
 } from "./machine/types.ts";
 export { druidTiming, lifecycleConfig } from "./reconcile/defaults.ts";
+export {
+  defaultHandlerDefectLimit,
+  defectOf,
+  type HandlerDefect,
+  type HandlerReply,
+} from "./reconcile/handler-defect.ts";
 export { observe, peersOf } from "./reconcile/observe.ts";
 export {
   Answer,

@@ -23,8 +23,9 @@ export interface ObjectResource {
 export interface ObjectGetter {
   /**
    * The object as the API server returns it, or undefined when there is none (404). Rejects with an
-   * Error naming the object for any other failure (forbidden, unreachable): a handler that lets it
-   * through gets a `retry` with ERR_HANDLER_DEFECT, which is right for a transient failure.
+   * Error naming the object for any other failure (forbidden, unreachable). Catch it and answer
+   * `retry(..., { error })` for an outage: a rejection let through is a handler defect, retried only
+   * up to `handlerDefectLimit` times (reconcile/handler-defect.ts).
    */
   readonly get: (resource: ObjectResource, namespace: string, name: string) => Promise<unknown>;
 }

@@ -4,8 +4,10 @@
  * `log`, `objects`, `events`, `kube`, and a `signal` that fires when the lifecycle drops the call (the
  * task was deleted while Admit or Execute ran, or the controller stops).
  *
- * A phase that throws or rejects is a bug, not a verdict: the runtime turns it into a `retry` with
- * ERR_HANDLER_DEFECT. Say `failed(...)` when retrying cannot help.
+ * A phase that throws or rejects is a bug, not a verdict: the runtime logs it with its stack and tries
+ * the phase again, and the phase's `handlerDefectLimit`-th defect (default 5) fails the task with
+ * ERR_HANDLER_DEFECT. Catch what is worth another try and say `retry(...)`; say `failed(...)` when
+ * retrying cannot help.
  */
 import * as Effect from "effect/Effect";
 import type { TaskHandler } from "../handlers/handler.ts";
