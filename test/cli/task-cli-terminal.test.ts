@@ -125,10 +125,14 @@ describe("task-author text printed by the CLI", () => {
     expect(`${result.out}${result.err}`).not.toMatch(control);
   });
 
-  it("-o json stays the object, exactly", async () => {
+  it("-o json stays the object, exactly, with every control character as a JSON escape", async () => {
     const result = await run("get", ["hostile", "-o", "json"]);
     const object = JSON.parse(result.out) as { status: { lastOperation: { description: string } } };
     expect(object.status.lastOperation.description).toBe(`image ${hostile} is not allowed`);
+    expect(result.out).toContain(
+      "\\u001b[2J\\u001b[Hv1\\u001b]0;pwned\\u0007\\u009b31m\\u202etxt.exe\\u007f",
+    );
+    expect(result.out).not.toMatch(control);
   });
 });
 

@@ -24,7 +24,12 @@ export const parseOutputFormat = (raw: string | undefined): OutputFormat => {
 export const nameOf = (kind: CliKind, object: KubeObject): string =>
   `${qualifiedName(kind)}/${object.metadata.name}`;
 
-const json = (value: unknown): string => `${JSON.stringify(value, null, 4)}\n`;
+/** What JSON leaves raw that a terminal acts on: DEL, C1 and the bidi controls (C0 it escapes itself). */
+const rawInJson = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** The same JSON value, with those written as `\uXXXX` (they can only be inside strings): exact and safe to print. */
+const json = (value: unknown): string =>
+  `${JSON.stringify(value, null, 4).replace(rawInJson, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)}\n`;
 
 /** The object without `metadata.managedFields`, unless `show`. */
 const withoutManagedFields = (object: KubeObject, show: boolean): KubeObject => {

@@ -4,7 +4,8 @@
  * and described, with its decode errors, rather than hidden.
  *
  * Every text in a view is safe to print on a terminal (terminal-text.ts): describe, get's table, wait
- * and explain print views, never the object. `-o json|yaml` print the object itself, exactly.
+ * and explain print views, never the object. `-o json|yaml` print the object itself, exactly (JSON
+ * with every control character as an escape, output.ts).
  */
 import * as Result from "effect/Result";
 import * as SchemaParser from "effect/SchemaParser";
