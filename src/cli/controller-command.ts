@@ -13,14 +13,13 @@ import * as References from "effect/References";
 import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
 import { makeEtcdCache } from "../etcd/object-reader-cached.ts";
 import { etcdHandlerLayer, makeEtcdHandlers } from "../etcd/registry.ts";
-import { startStatelyInspector } from "../inspect/stately-inspector.ts";
 import { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
 import { KubeconfigError, loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { runTaskController, type TaskController } from "../library/run-task-controller.ts";
 import { noObserver } from "../runtime/metrics.ts";
 import { alsoObserve } from "../ui/also-observe.ts";
-import { type ControllerOptions, controllerHelp, OptionError, readControllerOptions } from "./options.ts";
+import { type ControllerOptions, controllerHelp, loadControllerOptions, OptionError } from "./options.ts";
 
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const;
 
@@ -35,7 +34,13 @@ export const serveController = async (
   options: ControllerOptions,
   signal: AbortSignal,
 ): Promise<"stopped" | "lost" | "failed"> => {
-  const inspector = options.inspect ? await startStatelyInspector({ port: options.inspectPort }) : undefined;
+  // The relay is loaded with --inspect only: an idle controller without it does not hold it.
+  const inspector = options.inspect
+    ? await (await import("../inspect/stately-inspector.ts")).startStatelyInspector({
+        port: options.inspectPort,
+      })
+    : undefined;
+  const observer = inspector === undefined ? undefined : alsoObserve(noObserver, inspector.observer);
   if (inspector !== undefined)
     process.stderr.write(`opstask: Stately inspector at ${inspector.page ?? inspector.url}\n`);
   // The operator's image policy reaches the compaction handler as configuration, never from a task.
@@ -76,7 +81,7 @@ export const serveController = async (
       },
       groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
       groupObjects: etcds,
-      ...(inspector === undefined ? {} : { observer: alsoObserve(noObserver, inspector.observer) }),
+      ...(observer === undefined ? {} : { observer }),
       faults: new FaultCounter(),
       ...(options.ui === "0" || explain === undefined ? {} : { ui: options.ui, uiExplain: explain }),
       logLevel: options.logLevel,
@@ -165,7 +170,7 @@ export const controllerCommand = async (argv: ReadonlyArray<string>): Promise<nu
     process.stdout.write(`${controllerHelp()}\n`);
     return 0;
   }
-  const options = readControllerOptions(argv);
+  const options = await loadControllerOptions(argv);
   // The named file, else in-cluster when running in a pod, else $KUBECONFIG or ~/.kube/config.
   const kubeConfig = await loadKubeClient(options.kubeconfig).catch((error: unknown) => {
     throw error instanceof KubeconfigError ? new OptionError(error.message) : error;

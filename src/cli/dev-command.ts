@@ -15,7 +15,7 @@ import { runDevCluster } from "../devcluster/dev.ts";
 import { createReadyEtcd } from "../devcluster/ready-etcd.ts";
 import { loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { serveController } from "./controller-command.ts";
-import { type ControllerOptions, controllerHelp, readControllerOptions } from "./options.ts";
+import { type ControllerOptions, controllerHelp, loadControllerOptions } from "./options.ts";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const crds = ["druid.gardener.cloud_etcdopstasks.yaml", "druid.gardener.cloud_etcds.yaml"].map((file) =>
@@ -114,7 +114,7 @@ export const devCommand = async (argv: ReadonlyArray<string>): Promise<number> =
     process.stdout.write(`${devHelp()}\n`);
     return 0;
   }
-  const read = readControllerOptions(argv);
+  const read = await loadControllerOptions(argv);
   // The task board is on in dev (loopback, a free port; its URL with the token is printed).
   const options = { ...read, ui: read.sources.ui === "default" ? "127.0.0.1:0" : read.ui };
   if (options.kubeconfig !== "") {

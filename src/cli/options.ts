@@ -1,14 +1,15 @@
 /**
  * The controller's options: one table, read from flags, then environment, then a YAML config file,
  * then the default. A bad value stops start-up with a message that names the option, where it came
- * from, and what is accepted.
+ * from, and what is accepted. The config file is read first (`loadControllerOptions`): its YAML parser
+ * is loaded only when a file is named, so a controller configured by flags never holds it.
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { parse as parseYaml } from "yaml";
 import { isImageReference } from "../etcd/on-demand-snapshot-compaction/image-policy.ts";
 import { DefaultCompactionImage } from "../etcd/on-demand-snapshot-compaction/job-spec.ts";
 import { DefaultMaxTaskBytes } from "../reconcile/oversized-task.ts";
+import { parseYamlText } from "../yaml-text.ts";
 import { parseArgsMessage } from "./parse-args-message.ts";
 
 export type Source = "flag" | "env" | "config" | "default";
@@ -303,13 +304,48 @@ export type ControllerOptions = { readonly [K in keyof Specs]: Specs[K]["fallbac
 
 const configKey = (flag: string): string => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
+/** A config file as read: its path and what its YAML holds. */
+export interface ConfigFile {
+  readonly path: string;
+  readonly document: unknown;
+}
+
+/** The config file `--config` (or `OPSTASK_CONFIG`) names, read and parsed; undefined when none is. */
+export const readConfigFile = async (
+  argv: ReadonlyArray<string>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ConfigFile | undefined> => {
+  // Only --config is looked at here; readControllerOptions reports every other flag's problems.
+  const { values } = parseArgs({
+    args: [...argv],
+    options: { config: { type: "string" } },
+    strict: false,
+    allowPositionals: true,
+  });
+  const path = typeof values.config === "string" ? values.config : env.OPSTASK_CONFIG;
+  if (path === undefined) return undefined;
+  try {
+    return { path, document: await parseYamlText(readFileSync(path, "utf8")) };
+  } catch (error) {
+    throw new OptionError(`config file ${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+};
+
+/** The options from flags, environment and the config file they name (`readConfigFile`). */
+export const loadControllerOptions = async (
+  argv: ReadonlyArray<string>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ControllerOptions> => readControllerOptions(argv, env, await readConfigFile(argv, env));
+
 /**
  * Reads the options. `argv` are the subcommand's arguments; `--config FILE` (or `OPSTASK_CONFIG`)
- * names a YAML file whose keys are the flags in camelCase (`requeueInterval: 5s`).
+ * names a YAML file whose keys are the flags in camelCase (`requeueInterval: 5s`), read beforehand
+ * by `readConfigFile` and given as `configFile` (`loadControllerOptions` does both).
  */
 export const readControllerOptions = (
   argv: ReadonlyArray<string>,
   env: NodeJS.ProcessEnv = process.env,
+  configFile?: ConfigFile,
 ): ControllerOptions => {
   const flagOptions: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = {
     config: { type: "string" },
@@ -329,18 +365,15 @@ export const readControllerOptions = (
   const configPath = (parsed.values.config as string | undefined) ?? env.OPSTASK_CONFIG;
   let config: Record<string, unknown> = {};
   if (configPath !== undefined) {
-    try {
-      const loaded: unknown = parseYaml(readFileSync(configPath, "utf8"));
-      if (loaded !== null && typeof loaded === "object" && !Array.isArray(loaded))
-        config = loaded as Record<string, unknown>;
-      else
-        throw new OptionError(`config file ${configPath}: expected a YAML mapping of option names to values`);
-    } catch (error) {
-      if (error instanceof OptionError) throw error;
+    if (configFile?.path !== configPath)
       throw new OptionError(
-        `config file ${configPath}: ${error instanceof Error ? error.message : String(error)}`,
+        `config file ${configPath}: not read (read the options with loadControllerOptions)`,
       );
-    }
+    const loaded = configFile.document;
+    if (loaded !== null && typeof loaded === "object" && !Array.isArray(loaded))
+      config = loaded as Record<string, unknown>;
+    else
+      throw new OptionError(`config file ${configPath}: expected a YAML mapping of option names to values`);
     const known = new Set(Object.values(controllerOptionSpecs).map((spec) => configKey(spec.flag)));
     for (const key of Object.keys(config)) {
       if (!known.has(key))

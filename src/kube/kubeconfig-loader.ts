@@ -13,12 +13,15 @@
  *
  * A kubeconfig holds keys and tokens: an error about it names the file, the field or the line and
  * column, never its content (a YAML parser's message quotes the offending line).
+ *
+ * The YAML parser is loaded only to read a kubeconfig file in YAML (src/yaml-text.ts): a controller in
+ * a pod never holds it.
  */
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
-import { parse, YAMLParseError } from "yaml";
 import { importOptional } from "../optional-package.ts";
+import { parseYamlText } from "../yaml-text.ts";
 import { type Credentials, type KubeClient, type KubeClientSource, makeKubeClient } from "./kube-client.ts";
 import { kubeClientOf } from "./kube-client-node.ts";
 
@@ -105,15 +108,21 @@ const proxyRefused = (where: string, clusterName: string | undefined): Kubeconfi
       "directly and does not use proxies; remove proxy-url and make the API server reachable directly",
   );
 
+/** The yaml package's parse error (js-yaml's, client-node's parser, is a `YAMLException`). */
+const isYamlParseError = (error: unknown): boolean =>
+  error instanceof Error && error.name === "YAMLParseError";
+
 /** A YAML error without the parser's excerpt of the offending line (it may be key material). */
 const yamlProblem = (where: string, error: unknown): KubeconfigError => {
-  const position: unknown =
-    error instanceof YAMLParseError ? error.linePos?.[0] : Reflect.get(Object(error), "mark");
+  const fromYaml = isYamlParseError(error);
+  const position: unknown = fromYaml
+    ? Reflect.get(Object(Reflect.get(Object(error), "linePos")), 0)
+    : Reflect.get(Object(error), "mark");
   const line = Number(Reflect.get(Object(position), "line"));
   const column = Number(Reflect.get(Object(position), "col") ?? Reflect.get(Object(position), "column"));
   // js-yaml counts lines from 0, the yaml package from 1.
   const at = Number.isFinite(line)
-    ? ` at line ${error instanceof YAMLParseError ? line : line + 1}${Number.isFinite(column) ? `, column ${error instanceof YAMLParseError ? column : column + 1}` : ""}`
+    ? ` at line ${fromYaml ? line : line + 1}${Number.isFinite(column) ? `, column ${fromYaml ? column : column + 1}` : ""}`
     : "";
   return new KubeconfigError(
     `${where}: not valid YAML${at} (the line is not shown: a kubeconfig holds keys); check it with \`kubectl config view\``,
@@ -121,21 +130,20 @@ const yamlProblem = (where: string, error: unknown): KubeconfigError => {
 };
 
 const isYamlError = (error: unknown): boolean =>
-  error instanceof YAMLParseError ||
-  (error instanceof Error && (error.name === "YAMLException" || error.name === "YAMLParseError"));
+  isYamlParseError(error) || (error instanceof Error && error.name === "YAMLException");
 
 /**
  * Server and credentials of a kubeconfig's current context (or of `contextName`), and the context's
  * namespace; undefined when client-node must read it.
  */
-export const kubeconfigSource = (
+export const kubeconfigSource = async (
   source: string,
   path: string,
   selected?: string,
-): (KubeClientSource & { readonly namespace?: string | undefined }) | undefined => {
+): Promise<(KubeClientSource & { readonly namespace?: string | undefined }) | undefined> => {
   let document: unknown;
   try {
-    document = parse(source);
+    document = await parseYamlText(source);
   } catch (error) {
     throw yamlProblem(path, error);
   }
@@ -266,7 +274,7 @@ const readKubeconfig = async (path: string, selection: KubeconfigSelection): Pro
       `kubeconfig ${path} cannot be read: ${error instanceof Error ? error.message : String(error)}; pass --kubeconfig PATH or set KUBECONFIG`,
     );
   }
-  const parsed = kubeconfigSource(source, path, selection.context);
+  const parsed = await kubeconfigSource(source, path, selection.context);
   if (parsed === undefined) return viaClientNode(path, (kc) => kc.loadFromFile(path), selection);
   const { namespace, ...client } = parsed;
   return {

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readControllerOptions } from "../../src/cli/options.ts";
+import { loadControllerOptions, readControllerOptions } from "../../src/cli/options.ts";
 import { DefaultCompactionImage } from "../../src/etcd/on-demand-snapshot-compaction/job-spec.ts";
 
 const pinned = `registry.example/etcdbrctl:v0.43.0@sha256:${"ab".repeat(32)}`;
@@ -15,7 +15,7 @@ describe("compaction image options", () => {
     expect(options.compactionAllowedImages).toEqual([]);
   });
 
-  it("come from flags, the environment or the config file (compactionImage, compactionAllowedImages)", () => {
+  it("come from flags, the environment or the config file (compactionImage, compactionAllowedImages)", async () => {
     expect(readControllerOptions(["--compaction-image", pinned], {}).compactionImage).toBe(pinned);
     expect(
       readControllerOptions(
@@ -28,7 +28,7 @@ describe("compaction image options", () => {
     );
     const file = join(mkdtempSync(join(tmpdir(), "opstask-options-")), "config.yaml");
     writeFileSync(file, `compactionImage: ${pinned}\ncompactionAllowedImages: [a/b:1, c/d:2]\n`);
-    const fromFile = readControllerOptions(["--config", file], {});
+    const fromFile = await loadControllerOptions(["--config", file], {});
     expect(fromFile.compactionImage).toBe(pinned);
     expect(fromFile.compactionAllowedImages).toEqual(["a/b:1", "c/d:2"]);
     expect(fromFile.sources.compactionImage).toBe("config");

@@ -54,6 +54,23 @@ describe("opstask controller's imports", () => {
     expect(unwanted).toEqual([]);
   });
 
+  // Loaded where a feature needs them (a config or kubeconfig file in YAML, --inspect, --ui, `opstask
+  // crd`), never at the start: what each costs is in bench/PROFILE.md. A controller that runs and
+  // idles is checked the same way in test/integration/idle-wakeups.test.ts.
+  it("loads neither the YAML parser nor the inspector relay, the task board or the CRD generator", () => {
+    const { loaded, stderr } = run("controller", "--kubeconfig", "/nonexistent/kubeconfig");
+    expect(stderr).toContain("opstask controller: kubeconfig /nonexistent/kubeconfig cannot be read");
+    const unwanted = loaded.filter(
+      (url) =>
+        url.includes("/node_modules/yaml/") ||
+        url.includes("/src/inspect/") ||
+        url.includes("/src/ui/task-board.ts") ||
+        url.includes("/src/ui/board-server.ts") ||
+        url.includes("/src/library/crd/task-crd.ts"),
+    );
+    expect(unwanted).toEqual([]);
+  });
+
   // An ES import of node:http reads its lazy exports and so loads Node's bundled undici (+11 MB RSS,
   // ~70 ms of CPU jitless), which opstask never uses: src/node-http.ts. Checked on the sources and on
   // the bundle the image runs.

@@ -2,14 +2,19 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseDuration, parseResolve, readControllerOptions } from "../../src/cli/options.ts";
+import {
+  loadControllerOptions,
+  parseDuration,
+  parseResolve,
+  readControllerOptions,
+} from "../../src/cli/options.ts";
 
 describe("controller options", () => {
-  it("take flags over environment over config file over defaults", () => {
+  it("take flags over environment over config file over defaults", async () => {
     const dir = mkdtempSync(join(tmpdir(), "opstask-options-"));
     const file = join(dir, "config.yaml");
     writeFileSync(file, "concurrency: 7\nrequeueInterval: 30s\nduplicatePolicy: queue\n");
-    const options = readControllerOptions(["--config", file, "--concurrency", "5"], {
+    const options = await loadControllerOptions(["--config", file, "--concurrency", "5"], {
       OPSTASK_REQUEUE_INTERVAL: "20s",
     });
     expect(options.concurrency).toBe(5);
@@ -24,7 +29,7 @@ describe("controller options", () => {
     });
   });
 
-  it("name the option, its source and what is accepted when a value is bad", () => {
+  it("name the option, its source and what is accepted when a value is bad", async () => {
     expect(() => readControllerOptions(["--concurrency", "0"], {})).toThrow(
       'invalid value "0" for --concurrency: expected an integer ≥ 1',
     );
@@ -35,7 +40,9 @@ describe("controller options", () => {
     const dir = mkdtempSync(join(tmpdir(), "opstask-options-"));
     const file = join(dir, "config.yaml");
     writeFileSync(file, "concurency: 3\n");
-    expect(() => readControllerOptions(["--config", file], {})).toThrow(/unknown option "concurency"/);
+    await expect(loadControllerOptions(["--config", file], {})).rejects.toThrow(
+      /unknown option "concurency"/,
+    );
   });
 
   it("parse durations and curl-style --resolve rules", () => {

@@ -35,15 +35,17 @@ const kubeconfig = (cluster: Record<string, unknown>, user: Record<string, unkno
     ...extra,
   });
 
-const sourceOf = (text: string) => {
-  const source = kubeconfigSource(text, join(dir, "config"));
+const sourceOf = async (text: string) => {
+  const source = await kubeconfigSource(text, join(dir, "config"));
   if (source === undefined) throw new Error("expected opstask to read this kubeconfig itself");
   return source;
 };
 
 describe("kubeconfigSource", () => {
   it("reads a bearer token and inline CA data", async () => {
-    const source = sourceOf(kubeconfig({ "certificate-authority-data": b64("CA PEM") }, { token: "t0k" }));
+    const source = await sourceOf(
+      kubeconfig({ "certificate-authority-data": b64("CA PEM") }, { token: "t0k" }),
+    );
     expect(source.server).toBe("https://127.0.0.1:6443");
     const credentials = await source.credentials();
     expect(credentials.ca?.toString()).toBe("CA PEM");
@@ -57,7 +59,7 @@ describe("kubeconfigSource", () => {
     writeFileSync(join(dir, "pki", "client.crt"), "CERT FILE");
     writeFileSync(join(dir, "pki", "client.key"), "KEY FILE");
     writeFileSync(join(dir, "token"), "file-token\n");
-    const source = sourceOf(
+    const source = await sourceOf(
       kubeconfig(
         { "certificate-authority": "pki/ca.crt" },
         {
@@ -75,7 +77,7 @@ describe("kubeconfigSource", () => {
   });
 
   it("honours insecure-skip-tls-verify, tls-server-name, basic auth and impersonation", async () => {
-    const source = sourceOf(
+    const source = await sourceOf(
       kubeconfig(
         { "insecure-skip-tls-verify": true, "tls-server-name": "api.internal" },
         { username: "ann", password: "s3cret", as: "bob" },
@@ -90,32 +92,36 @@ describe("kubeconfigSource", () => {
     });
   });
 
-  it("leaves exec plugins and auth providers to client-node", () => {
+  it("leaves exec plugins and auth providers to client-node", async () => {
     const path = join(dir, "config");
-    expect(kubeconfigSource(kubeconfig({}, { exec: { command: "aws" } }), path)).toBeUndefined();
-    expect(kubeconfigSource(kubeconfig({}, { "auth-provider": { name: "oidc" } }), path)).toBeUndefined();
+    expect(await kubeconfigSource(kubeconfig({}, { exec: { command: "aws" } }), path)).toBeUndefined();
+    expect(
+      await kubeconfigSource(kubeconfig({}, { "auth-provider": { name: "oidc" } }), path),
+    ).toBeUndefined();
   });
 
-  it("names the field that is wrong", () => {
+  it("names the field that is wrong", async () => {
     const path = join(dir, "config");
-    const error = (text: string) => {
+    const error = async (text: string) => {
       try {
-        kubeconfigSource(text, path);
+        await kubeconfigSource(text, path);
       } catch (thrown) {
         expect(thrown).toBeInstanceOf(KubeconfigError);
         return (thrown as Error).message;
       }
       throw new Error("expected a KubeconfigError");
     };
-    expect(error(kubeconfig({}, {}, { "current-context": "" }))).toMatch(
+    expect(await error(kubeconfig({}, {}, { "current-context": "" }))).toMatch(
       /current-context is not set.*use-context/,
     );
-    expect(error(kubeconfig({}, {}, { "current-context": "other" }))).toMatch(
+    expect(await error(kubeconfig({}, {}, { "current-context": "other" }))).toMatch(
       /current-context "other" is not in contexts/,
     );
-    expect(error(kubeconfig({ server: "" }, {}))).toMatch(/clusters\[c\]\.cluster\.server is empty/);
-    expect(error(kubeconfig({}, {}, { users: [] }))).toMatch(/contexts\[ctx\]\.user "u" is not in users/);
-    expect(error("- a list")).toMatch(/not a kubeconfig/);
+    expect(await error(kubeconfig({ server: "" }, {}))).toMatch(/clusters\[c\]\.cluster\.server is empty/);
+    expect(await error(kubeconfig({}, {}, { users: [] }))).toMatch(
+      /contexts\[ctx\]\.user "u" is not in users/,
+    );
+    expect(await error("- a list")).toMatch(/not a kubeconfig/);
   });
 });
 
