@@ -15,10 +15,12 @@ export interface Download {
 
 /**
  * - `Refused`: the server answered with a client error (404, 403, …): asking again will not help;
- * - `Unavailable`: no answer, a timeout, or a server error: worth another try.
+ * - `Unavailable`: no answer, a timeout, or a server error: worth another try;
+ * - `NotAllowed`: the download policy refuses the URL, or the server redirected (never followed);
+ * - `TooLarge`: the body is longer than the policy's byte cap (reading stopped there).
  */
 export class DownloadError extends Data.TaggedError("DownloadError")<{
-  readonly reason: "Refused" | "Unavailable";
+  readonly reason: "Refused" | "Unavailable" | "NotAllowed" | "TooLarge";
   readonly message: string;
 }> {}
 

@@ -6,6 +6,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { CustomObjectsApi, EventsV1Api, type KubeConfig } from "@kubernetes/client-node";
+import * as Layer from "effect/Layer";
 import { runTaskController, type TaskController, type TaskStatus } from "opstask";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestNamespace, useControlPlane } from "../../test/support/cluster.ts";
@@ -19,6 +20,7 @@ import {
   Plural,
   Version,
 } from "./backup-verification.ts";
+import { downloadPolicyLayer } from "./download-policy.ts";
 import { httpDownloaderLayer } from "./downloader-http.ts";
 import { sha256 } from "./downloader-memory.ts";
 import { handlers } from "./handlers.ts";
@@ -41,8 +43,14 @@ describe("backup-verify on a real API server", () => {
   let server: Server;
   let base: string;
   const requests = new Map<string, number>();
+  /** A server outside the controller's allow-list: no request may reach it. */
+  let outside: Server;
+  let outsideBase: string;
+  const outsideRequests: string[] = [];
 
   const create = (name: string, path: string, expected = sha256(backup), ttl = 2) =>
+    createAt(name, `${base}${path}`, expected, ttl);
+  const createAt = (name: string, url: string, expected = sha256(backup), ttl = 2) =>
     api.createNamespacedCustomObject({
       ...resource,
       namespace,
@@ -52,7 +60,7 @@ describe("backup-verify on a real API server", () => {
         metadata: { name },
         spec: {
           ttlSecondsAfterFinished: ttl,
-          config: { checksum: { url: `${base}${path}`, expectedSha256: expected } },
+          config: { checksum: { url, expectedSha256: expected } },
         },
       },
     });
@@ -72,6 +80,12 @@ describe("backup-verify on a real API server", () => {
     waitFor(`${name} to be deleted`, async () => ((await read(name)) === undefined ? true : undefined));
 
   beforeAll(async () => {
+    outside = createServer((request, response) => {
+      outsideRequests.push(request.url ?? "");
+      response.end(backup);
+    });
+    await new Promise<void>((resolve) => outside.listen(0, "127.0.0.1", resolve));
+    outsideBase = `http://127.0.0.1:${(outside.address() as AddressInfo).port}`;
     server = createServer((request, response) => {
       const path = request.url ?? "";
       const count = (requests.get(path) ?? 0) + 1;
@@ -79,17 +93,22 @@ describe("backup-verify on a real API server", () => {
       if (path === "/nightly.tar" || path === "/tampered.tar")
         response.end(path === "/nightly.tar" ? backup : "x");
       else if (path === "/flaky.tar") (count <= 2 ? response.writeHead(503) : response).end(backup);
+      else if (path === "/moved.tar")
+        response.writeHead(302, { location: `${outsideBase}/nightly.tar` }).end();
+      else if (path === "/huge.tar") response.end("z".repeat(128 * 1024));
       else response.writeHead(404).end();
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // The controller's own configuration (main.ts reads it from BACKUP_VERIFY_ALLOWED_HOSTS/_MAX_BYTES).
+    const policy = downloadPolicyLayer({ allowedHosts: [base.slice("http://".length)], maxBytes: 64 * 1024 });
     kc = cluster().makeKubeConfig();
     api = kc.makeApiClient(CustomObjectsApi);
     namespace = await createTestNamespace(kc, "backup-verify");
     controller = await runTaskController({
       kind: backupVerificationKind,
       handlers,
-      services: httpDownloaderLayer,
+      services: httpDownloaderLayer.pipe(Layer.provideMerge(policy)),
       kubeConfig: kc,
       namespace,
       timing: { backoffCapMs: 1_000, requeueIntervalMs: 1_000 },
@@ -100,6 +119,7 @@ describe("backup-verify on a real API server", () => {
   afterAll(async () => {
     await controller?.stop();
     await new Promise<void>((resolve) => server?.close(() => resolve()));
+    await new Promise<void>((resolve) => outside?.close(() => resolve()));
   });
 
   it("verifies a good backup, records it in druid's status shape, and deletes the task after its TTL", async () => {
@@ -153,6 +173,31 @@ describe("backup-verify on a real API server", () => {
     await api.deleteNamespacedCustomObject({ ...resource, namespace, name: "missing" });
     await gone("missing");
     expect(controller.stats().handlerCalls).toBeGreaterThanOrEqual(3);
+  });
+
+  it("rejects a task naming a host outside its allow-list, and sends that host nothing", async () => {
+    await createAt("outside", `${outsideBase}/nightly.tar`, sha256(backup), 3600);
+    const rejected = await reaches("outside", "Rejected");
+    expect(rejected.status?.lastErrors?.[0]?.code).toBe("ERR_URL_NOT_ALLOWED");
+    expect(rejected.status?.lastErrors?.[0]?.description).toContain(
+      `spec.config.checksum.url names host ${outsideBase.slice("http://".length)}`,
+    );
+    expect(outsideRequests).toEqual([]);
+  });
+
+  it("fails a backup whose server redirects elsewhere, without following it", async () => {
+    await create("moved", "/moved.tar", sha256(backup), 3600);
+    const failed = await reaches("moved", "Failed");
+    expect(failed.status?.lastErrors?.[0]?.code).toBe("ERR_URL_NOT_ALLOWED");
+    expect(failed.status?.lastErrors?.[0]?.description).toContain("redirects are not followed");
+    expect(outsideRequests).toEqual([]);
+  });
+
+  it("fails a backup larger than its byte cap with ERR_BACKUP_TOO_LARGE", async () => {
+    await create("huge", "/huge.tar", sha256(backup), 3600);
+    const failed = await reaches("huge", "Failed");
+    expect(failed.status?.lastErrors?.[0]?.code).toBe("ERR_BACKUP_TOO_LARGE");
+    expect(failed.status?.lastErrors?.[0]?.description).toContain("exceeds the 65536-byte cap");
   });
 
   it("shows its tasks on the task board (`ui`), as for the EtcdOpsTask controller", async () => {

@@ -6,10 +6,12 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as Effect from "effect/Effect";
+import * as Layer from "effect/Layer";
 import { completed, failed, promiseHandler } from "opstask";
 import { simulate } from "opstask/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type BackupVerification, backupVerificationKind, Kind } from "./backup-verification.ts";
+import { type DownloadPolicyShape, downloadPolicyLayer } from "./download-policy.ts";
 import { BackupDownloader } from "./downloader.ts";
 import { httpDownloaderLayer } from "./downloader-http.ts";
 import { type FakeAnswer, fakeDownloader, sha256 } from "./downloader-memory.ts";
@@ -30,11 +32,19 @@ const verification = (
   },
 });
 
+/** The controller's configuration in these tests: backups come from backups.example only. */
+const policy: DownloadPolicyShape = { allowedHosts: ["backups.example"], maxBytes: 1024 };
+
 const simulation = (answers: ReadonlyArray<FakeAnswer> = [{ body: backup }]) => {
   const downloader = fakeDownloader({ [url]: answers });
-  const sim = simulate({ kind: backupVerificationKind, handlers, services: downloader.layer });
+  const services = Layer.merge(downloader.layer, downloadPolicyLayer(policy));
+  const sim = simulate({ kind: backupVerificationKind, handlers, services });
   return { sim, downloader };
 };
+
+/** The HTTP downloader under a policy (what main.ts provides, from its environment). */
+const httpServices = (allowed: DownloadPolicyShape) =>
+  httpDownloaderLayer.pipe(Layer.provideMerge(downloadPolicyLayer(allowed)));
 
 describe("a verification whose checksum matches", () => {
   it("succeeds in one pass, with the size in the description", () => {
@@ -127,6 +137,27 @@ describe("a backup that is not reachable", () => {
   });
 });
 
+describe("a backup URL outside the controller's allow-list", () => {
+  for (const [what, outside] of [
+    ["another host", "http://169.254.169.254/latest/meta-data/"],
+    ["an allowed name as userinfo of another host", "http://backups.example@evil.example/daily.tar"],
+    ["an allowed host on another port", "https://backups.example:8443/daily.tar"],
+    ["a look-alike subdomain", "http://backups.example.evil.example/daily.tar"],
+  ] as const)
+    it(`is Rejected at Admit, naming the field and the fix, and never fetched (${what})`, () => {
+      const { sim, downloader } = simulation();
+      sim.create(verification("outside", { url: outside }));
+      sim.run();
+      expect(sim.state("outside")).toBe("Rejected");
+      const [error] = sim.status("outside")?.lastErrors ?? [];
+      expect(error?.code).toBe("ERR_URL_NOT_ALLOWED");
+      expect(error?.description).toContain("spec.config.checksum.url names host");
+      expect(error?.description).toContain("ask the operator to add it to BACKUP_VERIFY_ALLOWED_HOSTS");
+      expect(downloader.requests(outside)).toBe(0);
+      expect(sim.calls("outside").map((call) => call.phase)).toEqual(["admit"]);
+    });
+});
+
 describe("admission", () => {
   it("rejects a second verification of the same backup while the first runs (ERR_DUPLICATE_TASK)", () => {
     const sim = simulate({
@@ -178,24 +209,109 @@ describe("the HTTP downloader", () => {
   let server: Server;
   let base: string;
   let flaky = 0;
+  /** A second server the policy does not allow: it must never see a request. */
+  let other: Server;
+  let otherBase: string;
+  const otherRequests: string[] = [];
+  const dailyRequests = { count: 0 };
+  /** Bytes the endless body had written when the downloader hung up. */
+  const endless = { written: 0, closed: false };
+  let allowed: DownloadPolicyShape;
   beforeAll(async () => {
+    other = createServer((request, response) => {
+      otherRequests.push(request.url ?? "");
+      response.end(backup);
+    });
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    otherBase = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
     server = createServer((request, response) => {
       if (request.url === "/flaky.tar") flaky += 1;
+      if (request.url === "/daily.tar") dailyRequests.count += 1;
       if (request.url === "/daily.tar" || (request.url === "/flaky.tar" && flaky > 1)) response.end(backup);
       else if (request.url === "/flaky.tar") response.writeHead(503).end();
-      else response.writeHead(404).end();
+      else if (request.url === "/moved.tar")
+        response.writeHead(302, { location: `${otherBase}/daily.tar` }).end();
+      else if (request.url === "/moved-here.tar") response.writeHead(301, { location: "/daily.tar" }).end();
+      else if (request.url === "/big.tar") response.end("x".repeat(4096));
+      else if (request.url === "/endless.tar") {
+        // Chunked, no length: only the downloader's cap ends it.
+        const chunk = "y".repeat(256);
+        const write = () => {
+          while (!response.destroyed && response.write(chunk)) endless.written += chunk.length;
+          if (!response.destroyed) response.once("drain", write);
+        };
+        response.on("close", () => {
+          endless.closed = true;
+        });
+        write();
+      } else response.writeHead(404).end();
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    allowed = { allowedHosts: [base.slice("http://".length)], maxBytes: 1024 };
   });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  afterAll(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await new Promise<void>((resolve) => other.close(() => resolve()));
+  });
 
-  const digest = (path: string) =>
+  const fetchDigest = (target: string) =>
     Effect.runPromise(
       Effect.gen(function* () {
-        return yield* (yield* BackupDownloader).digest(`${base}${path}`, 5_000);
-      }).pipe(Effect.provide(httpDownloaderLayer), Effect.result),
+        return yield* (yield* BackupDownloader).digest(target, 5_000);
+      }).pipe(Effect.provide(httpServices(allowed)), Effect.result),
     );
+  const digest = (path: string) => fetchDigest(`${base}${path}`);
+
+  it("refuses a host the policy does not allow before any request (NotAllowed)", async () => {
+    const result = await fetchDigest(`${otherBase}/daily.tar`);
+    expect(result).toMatchObject({
+      _tag: "Failure",
+      failure: { reason: "NotAllowed", message: expect.stringContaining("BACKUP_VERIFY_ALLOWED_HOSTS") },
+    });
+    expect(otherRequests).toEqual([]);
+  });
+
+  it("does not follow a redirect to another host: the other host sees no request", async () => {
+    const result = await digest("/moved.tar");
+    expect(result).toMatchObject({
+      _tag: "Failure",
+      failure: {
+        reason: "NotAllowed",
+        message: expect.stringContaining(
+          `302 redirect to ${otherBase}/daily.tar; redirects are not followed`,
+        ),
+      },
+    });
+    expect(otherRequests).toEqual([]);
+  });
+
+  it("does not follow a redirect on the same host either", async () => {
+    const before = dailyRequests.count;
+    const result = await digest("/moved-here.tar");
+    expect(result).toMatchObject({ _tag: "Failure", failure: { reason: "NotAllowed" } });
+    expect(dailyRequests.count).toBe(before);
+  });
+
+  it("refuses a body whose declared length exceeds the cap, without reading it (TooLarge)", async () => {
+    const result = await digest("/big.tar");
+    expect(result).toMatchObject({
+      _tag: "Failure",
+      failure: {
+        reason: "TooLarge",
+        message: expect.stringContaining("(4096 bytes, as declared) exceeds the 1024-byte cap"),
+      },
+    });
+  });
+
+  it("cuts a body without a length at the cap, and hangs up (TooLarge)", async () => {
+    const result = await digest("/endless.tar");
+    expect(result).toMatchObject({
+      _tag: "Failure",
+      failure: { reason: "TooLarge", message: expect.stringContaining("exceeds the 1024-byte cap") },
+    });
+    await vi.waitFor(() => expect(endless.closed).toBe(true));
+  });
 
   it("hashes what the server sends", async () => {
     const result = await digest("/daily.tar");
@@ -214,13 +330,36 @@ describe("the HTTP downloader", () => {
     const refused = await Effect.runPromise(
       Effect.gen(function* () {
         return yield* (yield* BackupDownloader).digest(`http://127.0.0.1:${port}/x`, 5_000);
-      }).pipe(Effect.provide(httpDownloaderLayer), Effect.result),
+      }).pipe(
+        Effect.provide(httpServices({ allowedHosts: [`127.0.0.1:${port}`], maxBytes: 1024 })),
+        Effect.result,
+      ),
     );
     expect(refused).toMatchObject({ _tag: "Failure", failure: { reason: "Unavailable" } });
   });
 
+  it("ends the task when the server redirects or the backup is too large (Failed, with the reason)", async () => {
+    const sim = simulate({ kind: backupVerificationKind, handlers, services: httpServices(allowed) });
+    sim.create(verification("moved", { url: `${base}/moved.tar` }));
+    sim.create(verification("endless", { url: `${base}/endless.tar` }));
+    sim.run();
+    await sim.settle();
+    expect(sim.state("moved")).toBe("Failed");
+    expect(sim.status("moved")?.lastErrors?.[0]).toMatchObject({
+      code: "ERR_URL_NOT_ALLOWED",
+      description: expect.stringContaining("name the final URL in spec.config.checksum.url"),
+    });
+    expect(sim.state("endless")).toBe("Failed");
+    expect(sim.status("endless")?.lastErrors?.[0]).toMatchObject({
+      code: "ERR_BACKUP_TOO_LARGE",
+      description: expect.stringContaining("BACKUP_VERIFY_MAX_BYTES"),
+    });
+    expect(otherRequests).toEqual([]);
+    await sim.dispose();
+  });
+
   it("runs under the simulation too: real HTTP calls are delivered by settle()", async () => {
-    const sim = simulate({ kind: backupVerificationKind, handlers, services: httpDownloaderLayer });
+    const sim = simulate({ kind: backupVerificationKind, handlers, services: httpServices(allowed) });
     sim.create(verification("real", { url: `${base}/daily.tar` }));
     sim.create(verification("real-flaky", { url: `${base}/flaky.tar` }));
     sim.run();
