@@ -90,6 +90,7 @@ export {
   type LifecycleTiming,
   type LogLevel,
   type MetricsEndpoint,
+  type OtherController,
   runTaskController,
   type TaskController,
   type TaskControllerBaseOptions,

@@ -14,6 +14,7 @@ import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
 import { makeEtcdCache } from "../etcd/object-reader-cached.ts";
 import { etcdHandlerLayer, makeEtcdHandlers } from "../etcd/registry.ts";
 import { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
+import { controllerFieldManager } from "../kube/kube-client.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
 import { KubeconfigError, loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { runTaskController, type TaskController } from "../library/run-task-controller.ts";
@@ -88,6 +89,9 @@ export const serveController = async (
       logFormat: options.logFormat === "json" ? "json" : "logfmt",
       // DEP-05's label for the admission group: the metrics stay those of etcd-druid's proposal.
       metricLabels: { group: "etcd" },
+      // The flagship writes as `opstask`; etcd-druid ≥ v0.34 runs EtcdOpsTasks too (deploy/coexistence).
+      fieldManager: controllerFieldManager,
+      otherController: { name: "etcd-druid's EtcdOpsTask controller", guide: "deploy/coexistence" },
       metrics: {
         address: options.metricsAddress,
         secure: options.metricsSecure,

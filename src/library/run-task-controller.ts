@@ -30,7 +30,6 @@ import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { type FaultCounter, KubeFaults } from "../interpreters/kubernetes/fault-counter.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { withFieldManager } from "../kube/field-manager.ts";
-import { controllerFieldManager } from "../kube/kube-client.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
 import { loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
@@ -39,17 +38,20 @@ import type { ResourceRef, TaskKind } from "../reconcile/task-kind.ts";
 import { ContactCounter } from "../runtime/api-contact.ts";
 import { type ControllerHandle, type ControllerStats, runController } from "../runtime/controller.ts";
 import { queuedEventRecorder } from "../runtime/event-queue.ts";
+import type { OtherController } from "../runtime/foreign-writers.ts";
 import type { GroupObjects } from "../runtime/group-objects.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { type ControllerObserver, metricLabelOf, noObserver } from "../runtime/metrics.ts";
 import { sumQueueMetrics, type WorkQueueMetrics } from "../runtime/work-queue.ts";
 import { alsoObserve } from "../ui/also-observe.ts";
 import type { ExplainInput } from "../ui/board-store.ts";
+import { defaultControllerName } from "./controller-name.ts";
 import { type LifecycleOptions, lifecycleOverrides } from "./lifecycle-options.ts";
 import { bothObservers, type MetricsEndpoint, startOpsWiring } from "./ops-wiring.ts";
 import type { ServicesOption } from "./services-option.ts";
 import { checkServed, TaskControllerStartError } from "./start-checks.ts";
 
+export type { OtherController } from "../runtime/foreign-writers.ts";
 export type { LifecycleTiming } from "./lifecycle-options.ts";
 export type { MetricsEndpoint } from "./ops-wiring.ts";
 
@@ -87,7 +89,7 @@ export interface TaskControllerBaseOptions<Task, R> extends LifecycleOptions {
   /** Default `info`; logs are JSON lines (`logFormat: "logfmt"` for people) with a reconcile ID per pass. */
   readonly logLevel?: LogLevel;
   readonly logFormat?: "json" | "logfmt";
-  /** `reportingController` of the Events (default `opstask`). */
+  /** `reportingController` of the Events (default: the field manager); a qualified name. */
   readonly reportingController?: string;
   /** Told about every pass and finished task, e.g. `makeControllerMetrics().observer`. */
   readonly observer?: ControllerObserver;
@@ -111,10 +113,18 @@ export interface TaskControllerBaseOptions<Task, R> extends LifecycleOptions {
    */
   readonly faults?: FaultCounter;
   /**
-   * Who writes: the field manager of every write (default `opstask`), so that `managedFields` tell
-   * this controller's writes from other writers'.
+   * Who writes: the field manager of every write, so that `managedFields` tell this controller's
+   * writes from other writers'; its messages name the controller so too. Default: derived from the
+   * kind, `<group>/<plural>-controller` (e.g. `examples.opstask.dev/backupverifications-controller`).
    */
   readonly fieldManager?: string;
+  /**
+   * Another controller known to act on this kind's objects: when a task's status or finalizer is
+   * written by another field manager, the Warning Event names it as the likely writer, and its
+   * `guide` (`opstask controller` passes etcd-druid's EtcdOpsTask controller and deploy/coexistence).
+   * Default: none named.
+   */
+  readonly otherController?: OtherController;
   /**
    * Run only while holding this Lease (replicas stand by). `runTaskController` then resolves at once,
    * standing by; `synced` resolves once it leads and its caches are filled, and `done` with "lost" if
@@ -183,7 +193,7 @@ export const runTaskController = async <Task, R = never>(
   options: TaskControllerOptions<Task, R>,
 ): Promise<TaskController> => {
   const { kind, handlers } = options;
-  const fieldManager = options.fieldManager ?? controllerFieldManager;
+  const fieldManager = options.fieldManager ?? defaultControllerName(kind.resource);
   const access = options.kubeConfig ?? (await loadKubeClient(undefined, { fieldManager }));
   const client = withFieldManager(access, fieldManager);
   const counter = options.counter ?? new ContactCounter();
@@ -235,9 +245,7 @@ export const runTaskController = async <Task, R = never>(
     kubeConfig: client,
     resource: kind.resource,
     counter,
-    ...(options.reportingController === undefined
-      ? {}
-      : { reportingController: options.reportingController }),
+    reportingController: options.reportingController ?? fieldManager,
   });
   const given =
     ops.metrics === undefined
@@ -317,7 +325,8 @@ export const runTaskController = async <Task, R = never>(
           kubeConfig: client,
           concurrency: options.concurrency ?? 3,
           counter,
-          fieldManagers: [fieldManager],
+          fieldManager,
+          ...(options.otherController === undefined ? {} : { otherController: options.otherController }),
           ...(namespace === undefined ? {} : { namespace }),
           ...(options.resyncIntervalMs === undefined ? {} : { resyncInterval: options.resyncIntervalMs }),
           ...(options.groupResource === undefined ? {} : { groupResource: options.groupResource }),

@@ -6,6 +6,7 @@ import type { KubeAccess } from "../kube/kube-client-node.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { LifecycleConfig } from "../machine/types.ts";
 import type { ResourceRef, TaskKind } from "../reconcile/task-kind.ts";
+import type { OtherController } from "./foreign-writers.ts";
 import type { GroupObjects } from "./group-objects.ts";
 import type { ControllerObserver } from "./metrics.ts";
 import type { WorkQueueMetrics } from "./work-queue.ts";
@@ -33,8 +34,15 @@ export interface ControllerOptions<Task, R> {
   readonly counter?: RequestCounter;
   /** Told about every pass and every finished task (metrics). */
   readonly observer?: ControllerObserver;
-  /** Field managers of our own writes besides `opstask` (a library user's `fieldManager`): not foreign. */
+  /**
+   * The field manager the writer's client writes as (default `opstask`, the lean client's): never
+   * reported as a foreign writer, and how the foreign-writer Event names this controller.
+   */
+  readonly fieldManager?: string;
+  /** Other field managers of our own writes (earlier names of this controller): not foreign either. */
   readonly fieldManagers?: ReadonlyArray<string>;
+  /** Another controller known to act on this kind's objects: the foreign-writer Event names it. */
+  readonly otherController?: OtherController;
   /**
    * The bound on one task as cached, in bytes of JSON (default 64 KiB, reconcile/oversized-task.ts):
    * a larger task is kept as a stub and Rejected with ERR_TASK_TOO_LARGE.

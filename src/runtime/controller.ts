@@ -34,6 +34,7 @@ import { taskLogKeys } from "../handlers/handler-context.ts";
 import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { performOnCluster } from "../interpreters/kubernetes/perform.ts";
 import type { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
+import { controllerFieldManager } from "../kube/kube-client.ts";
 import { kubeClientOf } from "../kube/kube-client-node.ts";
 import type { KubeObject } from "../kube/object.ts";
 import type { Phase } from "../machine/types.ts";
@@ -98,10 +99,16 @@ export const runController = <Task, R>(
     const aborts = new Map<number, AbortController>();
     const supported = supportedMembers(handlers);
     // Another controller writing our tasks (etcd-druid's own) is noticed as objects arrive (foreign-writers.ts).
+    const fieldManager = options.fieldManager ?? controllerFieldManager;
     const foreign = makeForeignWriterWatch({
-      ownManagers: [...ownFieldManagers, ...(options.fieldManagers ?? [])],
+      ownManagers: [fieldManager, ...ownFieldManagers, ...(options.fieldManagers ?? [])],
       finalizer: kind.finalizer,
     });
+    const foreignWording = {
+      kind: kind.resource.kind,
+      controller: fieldManager,
+      ...(options.otherController === undefined ? {} : { other: options.otherController }),
+    };
     // What the cache keeps of a task, bounded per task (task-cache.ts); a write's result is kept the same way.
     const keep = taskCacheKeep({
       maxBytes: options.maxTaskBytes ?? DefaultMaxTaskBytes,
@@ -438,7 +445,7 @@ export const runController = <Task, R>(
             observer.taskGone?.(object.metadata.uid);
             foreign.forget(object.metadata.uid);
           }
-          yield* reportForeignWrites(foreign.drain(), recorder, observer);
+          yield* reportForeignWrites(foreign.drain(), recorder, observer, foreignWording);
           const now = yield* Clock.currentTimeMillis;
           const { wake, orphaned } = scheduler.changed({ type: change.type, key, facts, now });
           // A settled task (reconcile/settled.ts) needs no pass until its TTL runs out: it is due then.

@@ -2,9 +2,10 @@
  * Noticing another controller on our tasks (etcd-druid ≥ v0.34 runs its own EtcdOpsTask controller,
  * which nothing in its configuration turns off): a field manager other than ours that wrote a task's
  * status, or that owns our finalizer (druid adds the very same finalizer name, so its presence says
- * nothing; who added it does). opstask does not fight over the object: it says so, once per task and
- * writer, with a Warning Event, a metric and a log line, and deploy/coexistence/ shows how to keep the
- * other controller off.
+ * nothing; who added it does). The controller does not fight over the object: it says so, once per
+ * task and writer, with a Warning Event, a metric and a log line, in words of the task's kind and of
+ * this controller; a kind that another controller is known to run names it (`OtherController`: the
+ * EtcdOpsTask controller names etcd-druid's and deploy/coexistence/).
  *
  * Judged from `metadata.managedFields`, which the informer cache drops to save memory
  * (cache-object.ts): `inspect` runs on the object as it arrives, before that, and costs a walk over its
@@ -31,7 +32,7 @@ export interface ForeignWrite {
 }
 
 export interface ForeignWriterOptions {
-  /** Our own field managers (the controller writes as `opstask`). */
+  /** Our own field managers (the one the controller writes as, and its earlier names). */
   readonly ownManagers: ReadonlyArray<string>;
   /** Our finalizer. */
   readonly finalizer: string;
@@ -108,13 +109,38 @@ export const makeForeignWriterWatch = (options: ForeignWriterOptions): ForeignWr
   };
 };
 
-/** The Event's and log line's text for a foreign write. */
-export const foreignWriteNote = (write: ForeignWrite): string =>
-  write.field === "status"
-    ? `field manager "${write.manager}" wrote this task's status: another controller acts on it (etcd-druid's EtcdOpsTask controller?); opstask does not fight over it. Keep one controller per task (see deploy/coexistence).`
-    : `field manager "${write.manager}" added the finalizer opstask uses: another controller acts on this task (etcd-druid's EtcdOpsTask controller?); opstask does not fight over it. Keep one controller per task (see deploy/coexistence).`;
+/** Another controller known to act on a kind's objects, named when a foreign write is reported. */
+export interface OtherController {
+  /** Who it is, as in "another controller acts on it (etcd-druid's EtcdOpsTask controller?)". */
+  readonly name: string;
+  /** Where to read how to keep it off, as in "(see deploy/coexistence)". */
+  readonly guide?: string;
+}
 
-/** The field manager of the controller's own writes. */
+/** Whom the Event names: the task's kind, this controller, and the other controller when it is known. */
+export interface ForeignWriteWording {
+  /** The task's kind, e.g. `BackupVerification`. */
+  readonly kind: string;
+  /** This controller, as its writes name it (its field manager). */
+  readonly controller: string;
+  readonly other?: OtherController;
+}
+
+/** The Event's text for a foreign write. */
+export const foreignWriteNote = (write: ForeignWrite, wording: ForeignWriteWording): string => {
+  const { kind, controller, other } = wording;
+  const suspect = other === undefined ? "" : ` (${other.name}?)`;
+  const guide = other?.guide === undefined ? "" : ` (see ${other.guide})`;
+  const stance = `${controller} does not fight over it. Keep one controller per ${kind}${guide}.`;
+  return write.field === "status"
+    ? `field manager "${write.manager}" wrote this ${kind}'s status: another controller acts on it${suspect}; ${stance}`
+    : `field manager "${write.manager}" added the finalizer ${controller} uses: another controller acts on this ${kind}${suspect}; ${stance}`;
+};
+
+/**
+ * Field managers that count as ours whatever the controller's own: `opstask`, every kind's default
+ * in earlier releases, so that a kind moving to its own default is not reported for its old writes.
+ */
 export const ownFieldManagers: ReadonlyArray<string> = ["opstask"];
 
 /** Says so, for each foreign write: a Warning Event on the task, a metric, a log line. */
@@ -122,6 +148,7 @@ export const reportForeignWrites = (
   writes: ReadonlyArray<ForeignWrite>,
   recorder: EventRecorder["Service"],
   observer: ControllerObserver,
+  wording: ForeignWriteWording,
 ): Effect.Effect<void> =>
   writes.length === 0
     ? Effect.void
@@ -132,6 +159,7 @@ export const reportForeignWrites = (
             observer.foreignWrite?.(write.manager, write.field);
             yield* Effect.logWarning("another controller writes this task").pipe(
               Effect.annotateLogs({
+                kind: wording.kind,
                 task: `${write.task.namespace}/${write.task.name}`,
                 manager: write.manager,
                 field: write.field,
@@ -140,7 +168,7 @@ export const reportForeignWrites = (
             yield* recorder.record(write.task, {
               type: "Warning",
               reason: "ForeignWriter",
-              note: foreignWriteNote(write),
+              note: foreignWriteNote(write, wording),
             });
           }),
         { discard: true },

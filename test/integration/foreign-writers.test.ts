@@ -132,7 +132,10 @@ describe("opstask notices another controller writing its tasks", () => {
     ]);
     const notes = events.map((event) => event.note ?? "").sort();
     expect(notes[0]).toMatch(/^field manager "etcd-druid" added the finalizer opstask uses/);
-    expect(notes[1]).toMatch(/^field manager "etcd-druid" wrote this task's status/);
+    expect(notes[1]).toMatch(/^field manager "etcd-druid" wrote this EtcdOpsTask's status/);
+    // The flagship names etcd-druid's controller and where to read how to keep it off.
+    for (const note of notes)
+      expect(note).toMatch(/\(etcd-druid's EtcdOpsTask controller\?\).*\(see deploy\/coexistence\)\.$/);
 
     // Later changes to the task (a label, opstask's own writes) report nothing new.
     await api.patchNamespacedCustomObject(

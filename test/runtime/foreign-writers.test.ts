@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { Finalizer } from "../../src/etcd/api/etcdopstask.ts";
 import type { KubeObject } from "../../src/kube/object.ts";
-import { foreignWrites, makeForeignWriterWatch } from "../../src/runtime/foreign-writers.ts";
+import {
+  foreignWriteNote,
+  foreignWrites,
+  makeForeignWriterWatch,
+} from "../../src/runtime/foreign-writers.ts";
 
 const options = { ownManagers: ["opstask"], finalizer: Finalizer };
 
@@ -114,5 +118,34 @@ describe("makeForeignWriterWatch", () => {
     expect(watch.drain()).toHaveLength(0);
     watch.inspect(task("a", [statusEntry("etcd-druid")]));
     expect(watch.drain()).toHaveLength(1);
+  });
+});
+
+describe("foreignWriteNote", () => {
+  const write = (field: "status" | "finalizer") => ({
+    field,
+    manager: "someone-else",
+    task: { name: "t", namespace: "ns", uid: "u", resourceVersion: "1" },
+  });
+
+  it("names the task's kind and this controller, and no other controller unless the kind has one", () => {
+    const wording = { kind: "Chore", controller: "house.opstask.dev/chores-controller" };
+    expect(foreignWriteNote(write("status"), wording)).toBe(
+      'field manager "someone-else" wrote this Chore\'s status: another controller acts on it; house.opstask.dev/chores-controller does not fight over it. Keep one controller per Chore.',
+    );
+    expect(foreignWriteNote(write("finalizer"), wording)).toBe(
+      'field manager "someone-else" added the finalizer house.opstask.dev/chores-controller uses: another controller acts on this Chore; house.opstask.dev/chores-controller does not fight over it. Keep one controller per Chore.',
+    );
+  });
+
+  it("names the other controller and the guide the kind's controller passes (the flagship: etcd-druid)", () => {
+    const wording = {
+      kind: "EtcdOpsTask",
+      controller: "opstask",
+      other: { name: "etcd-druid's EtcdOpsTask controller", guide: "deploy/coexistence" },
+    };
+    expect(foreignWriteNote(write("status"), wording)).toBe(
+      "field manager \"someone-else\" wrote this EtcdOpsTask's status: another controller acts on it (etcd-druid's EtcdOpsTask controller?); opstask does not fight over it. Keep one controller per EtcdOpsTask (see deploy/coexistence).",
+    );
   });
 });
