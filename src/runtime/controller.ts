@@ -396,6 +396,7 @@ export const runController = <Task, R>(
                   : "unsupported",
             etcd: facts.group ?? "",
             namespace,
+            kind: kind.resource.kind,
           },
           createdAt: started.input.task.createdAt,
           started: now,

@@ -5,6 +5,9 @@
  *   type, terminal state, etcd and namespace: the metrics etcd-druid's DEP-05 proposes
  *   (`etcddruid_operator_task_duration_seconds`, `etcddruid_operator_tasks_total`) under our prefix;
  *   their label values are bounded and their series go with their tasks and Etcds (`metric-series.ts`);
+ * - `opstask_tasks_finished_total{kind,type,state}`: the same count without the per-task labels,
+ *   never removed, so that a scrape after a task's deletion still sees it finished (type is a handler's
+ *   member, `invalid` or `unsupported`, state a terminal one: a few series per kind);
  * - `opstask_reconcile_total{result}` and `opstask_reconcile_duration_seconds`: passes by how they ended;
  * - `opstask_workqueue_depth`, `…_in_flight`, `…_delayed`, `…_adds_total`, `…_wait_seconds_max`;
  * - `opstask_handler_calls_in_flight`;
@@ -25,11 +28,15 @@ import type { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { Phase } from "../machine/types.ts";
 import type { Pass } from "../reconcile/pass.ts";
-import { boundedLabels, type SeriesLabels, SeriesTracker } from "./metric-series.ts";
+import { boundedLabels, boundedLabelValue, type SeriesLabels, SeriesTracker } from "./metric-series.ts";
 import { MaxTimerDelayMs } from "./timer-limit.ts";
 import type { WorkQueueMetrics } from "./work-queue.ts";
 
-export type TaskLabels = SeriesLabels;
+/** A finished task's labels: its series' and its kind's. */
+export interface TaskLabels extends SeriesLabels {
+  /** `EtcdOpsTask`, `BackupVerification`: the controller always gives it (absent: an empty label). */
+  readonly kind?: string;
+}
 
 export type PassResult = "ended" | "aborted" | "gone";
 
@@ -159,6 +166,13 @@ export const makeControllerMetrics = (
     labelNames: taskLabels,
     registers: [registry],
   });
+  // Outlives the tasks: its labels come from the kind and the handlers, not from what a task says.
+  const finished = new Counter({
+    name: `${prefix}tasks_finished_total`,
+    help: "Tasks that reached a terminal state, by kind, type and state; never removed (tasks_total's series go with their tasks)",
+    labelNames: ["kind", "type", "state"] as const,
+    registers: [registry],
+  });
   const passes = new Counter({
     name: `${prefix}reconcile_total`,
     help: "Reconcile passes by how they ended",
@@ -200,6 +214,7 @@ export const makeControllerMetrics = (
     taskFinished: (labels, seconds, uid) => {
       const bounded = boundedLabels(labels);
       tasks.inc(promLabels(bounded));
+      finished.inc({ kind: boundedLabelValue(labels.kind ?? ""), type: bounded.type, state: bounded.state });
       duration.observe(promLabels(bounded), seconds);
       if (uid !== undefined) series.counted(uid, bounded);
     },
