@@ -45,6 +45,7 @@ export type {
   TaskEventRecorder,
   TaskLogger,
 } from "./handlers/handler-context.ts";
+export { ApiUnavailableCode, ObjectsUnavailable } from "./handlers/objects-unavailable.ts";
 // ---- hard level: the controller and the Kubernetes interpreter -----------------------------------
 export { EventRecorder } from "./interpreters/kubernetes/event-recorder.ts";
 export {
@@ -121,6 +122,10 @@ export {
 } from "./reconcile/handler-defect.ts";
 export { observe, peersOf } from "./reconcile/observe.ts";
 export {
+  DefaultMaxTaskBytes,
+  type OversizedTask,
+} from "./reconcile/oversized-task.ts";
+export {
   Answer,
   answer,
   drive,
@@ -145,10 +150,6 @@ export {
   TaskScheduler,
   type Wake,
 } from "./reconcile/scheduler.ts";
-export {
-  DefaultMaxTaskBytes,
-  type OversizedTask,
-} from "./reconcile/oversized-task.ts";
 export {
   type CachedMetadata,
   type Decoded,

@@ -22,10 +22,11 @@ export interface ObjectResource {
 /** Reads any object the controller may read (its RBAC decides). */
 export interface ObjectGetter {
   /**
-   * The object as the API server returns it, or undefined when there is none (404). Rejects with an
-   * Error naming the object for any other failure (forbidden, unreachable). Catch it and answer
-   * `retry(..., { error })` for an outage: a rejection let through is a handler defect, retried only
-   * up to `handlerDefectLimit` times (reconcile/handler-defect.ts).
+   * The object as the API server returns it, or undefined when there is none (404). When the API
+   * server does not answer (no response, 429, 5xx) it rejects with `ObjectsUnavailable`, which
+   * `promiseHandler` turns into a retry with backoff; any other failure (forbidden) rejects with an
+   * Error naming the object, a handler defect when let through, retried only up to
+   * `handlerDefectLimit` times (reconcile/handler-defect.ts).
    */
   readonly get: (resource: ObjectResource, namespace: string, name: string) => Promise<unknown>;
 }

@@ -6,14 +6,17 @@
  *
  * A phase that throws or rejects is a bug, not a verdict: the runtime logs it with its stack and tries
  * the phase again, and the phase's `handlerDefectLimit`-th defect (default 5) fails the task with
- * ERR_HANDLER_DEFECT. Catch what is worth another try and say `retry(...)`; say `failed(...)` when
- * retrying cannot help.
+ * ERR_HANDLER_DEFECT. One rejection is not: `context.objects.get` finding the API server unreachable
+ * (`ObjectsUnavailable`) is a `retry` with ERR_API_UNAVAILABLE and backoff, however long the outage.
+ * Catch what else is worth another try and say `retry(...)`; say `failed(...)` when retrying cannot
+ * help.
  */
 import * as Effect from "effect/Effect";
 import type { TaskHandler } from "../handlers/handler.ts";
 import type { HandlerContext } from "../handlers/handler-context.ts";
+import { ApiUnavailableCode, ObjectsUnavailable } from "../handlers/objects-unavailable.ts";
 import type { PhaseOutcome } from "../machine/types.ts";
-import { completed } from "./outcome.ts";
+import { completed, retry } from "./outcome.ts";
 
 export type PromisePhase<Task, Context extends HandlerContext = HandlerContext> = (
   task: Task,
@@ -29,6 +32,14 @@ export interface PromiseHandler<Task, Context extends HandlerContext = HandlerCo
   readonly cleanup?: PromisePhase<Task, Context>;
 }
 
+/** An API outage met through `context.objects` is a retry with backoff; anything else stays a defect. */
+const outageAsRetry = (error: unknown): PhaseOutcome => {
+  if (!(error instanceof ObjectsUnavailable)) throw error;
+  return retry("Waiting for the API server", {
+    error: { code: ApiUnavailableCode, message: error.message },
+  });
+};
+
 const fromPromise =
   <Task, Context extends HandlerContext>(phase: PromisePhase<Task, Context>) =>
   (task: Task, context: Context): Effect.Effect<PhaseOutcome> =>
@@ -39,7 +50,9 @@ const fromPromise =
       const result = phase(task, { ...context, signal });
       // A synchronous answer stays synchronous: the simulation then runs it in the same step.
       if (!(result instanceof Promise)) return Effect.succeed(result);
-      return Effect.promise(() => result).pipe(Effect.onInterrupt(() => Effect.sync(() => abort.abort())));
+      return Effect.promise(() => result.catch(outageAsRetry)).pipe(
+        Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
+      );
     });
 
 /**

@@ -13,6 +13,7 @@ import type {
   TaskLogger,
 } from "../handlers/handler-context.ts";
 import { taskLogKeys } from "../handlers/handler-context.ts";
+import { ObjectsUnavailable } from "../handlers/objects-unavailable.ts";
 import type { EventRecorder, EventSubject } from "../interpreters/kubernetes/event-recorder.ts";
 import { apiPath } from "../kube/api-path.ts";
 import { ApiCallError, type KubeClient } from "../kube/kube-client.ts";
@@ -29,7 +30,10 @@ export interface KubeObjectGetter {
   ) => Promise<unknown>;
 }
 
-/** GETs one object; 404 is `undefined`, anything else rejects with an Error naming the object. */
+/**
+ * GETs one object; 404 is `undefined`; an unanswered request, 429 or 5xx rejects with
+ * `ObjectsUnavailable`, anything else with an Error naming the object.
+ */
 export const kubeObjectGetter = (client: KubeClient, counter?: RequestCounter): KubeObjectGetter => ({
   get: async (resource: ObjectResource, namespace: string, name: string, signal?: AbortSignal) => {
     const path = apiPath(resource, namespace === "" ? undefined : namespace, name);
@@ -42,6 +46,8 @@ export const kubeObjectGetter = (client: KubeClient, counter?: RequestCounter): 
       counter?.record("get", status);
       if (status === 404) return undefined;
       const reason = error instanceof Error ? error.message : String(error);
+      if (status === 0 || status === 429 || status >= 500)
+        throw new ObjectsUnavailable(path, `reading ${path} failed: ${reason}`, { cause: error });
       throw new Error(`reading ${path} failed: ${reason}`, { cause: error });
     }
   },

@@ -4,6 +4,7 @@
  * server keys them; what is stored is what `get` returns (a copy, so a handler cannot edit the store).
  */
 import type { ObjectGetter, ObjectResource } from "../../handlers/handler-context.ts";
+import { ObjectsUnavailable } from "../../handlers/objects-unavailable.ts";
 
 const keyOf = (resource: ObjectResource, namespace: string, name: string): string =>
   `${resource.group}/${resource.version}/${resource.plural}/${namespace}/${name}`;
@@ -36,7 +37,22 @@ export class MemoryObjects implements ObjectGetter {
     return this.#objects.delete(keyOf(resource, namespace, name));
   }
 
+  #outage: string | undefined;
+
+  /**
+   * Until `end()` is called, every `get` rejects with `ObjectsUnavailable` (`reason` in its message), as
+   * the cluster's reader does while the API server does not answer.
+   */
+  outage(reason = "the API server does not answer"): { readonly end: () => void } {
+    this.#outage = reason;
+    return { end: () => (this.#outage = undefined) };
+  }
+
   readonly get = (resource: ObjectResource, namespace: string, name: string): Promise<unknown> => {
+    if (this.#outage !== undefined) {
+      const path = keyOf(resource, namespace, name);
+      return Promise.reject(new ObjectsUnavailable(path, `reading ${path} failed: ${this.#outage}`));
+    }
     const object = this.#objects.get(keyOf(resource, namespace, name));
     return Promise.resolve(object === undefined ? undefined : structuredClone(object));
   };
