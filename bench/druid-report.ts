@@ -23,6 +23,12 @@ export interface BurstRun {
   readonly deleteEventsPerTask: number;
   readonly goneInTime: number;
   readonly idleRequests: number;
+  /** CPU over the idle window, scaled to a minute. */
+  readonly idleCpuMsPerMinute: number;
+  /** RSS at the end of the idle window. */
+  readonly idleRss: number;
+  /** CPU of each second of the idle window, ms. */
+  readonly idleCpuMsPerSecond: readonly number[];
   readonly idleDetail: string;
   /** Requests per task during the burst, by verb and resource (audit log). */
   readonly burstDetail: string;
@@ -41,6 +47,10 @@ export interface CacheRun {
   readonly which: Which;
   readonly takeoverCpuMs: number;
   readonly quietAfterMs: number;
+  /** From ready (caches synced: the start call returned) until quiet. */
+  readonly quietAfterReadyMs: number;
+  /** CPU of each second from ready until quiet, ms. */
+  readonly cpuMsPerSecondAfterReady: readonly number[];
   readonly rss: number;
   readonly peakRss: number;
   readonly takeoverWrites: number;
@@ -161,6 +171,16 @@ export const printReport = (input: ReportInput): void => {
       of: (w) => burstsOf(w).map((r) => r.idleRequests),
     },
     {
+      figure: `CPU while idle, s per minute (${params.idleSeconds} s after the burst)`,
+      digits: 2,
+      of: (w) => burstsOf(w).map((r) => r.idleCpuMsPerMinute / 1000),
+    },
+    {
+      figure: `RSS at the end of the idle window, MB`,
+      digits: 1,
+      of: (w) => burstsOf(w).map((r) => mb(r.idleRss)),
+    },
+    {
       figure: "CPU to start with no tasks (Etcds only), s",
       digits: 2,
       of: (w) => burstsOf(w).map((r) => r.startCpuMs / 1000),
@@ -187,6 +207,11 @@ export const printReport = (input: ReportInput): void => {
     },
     { figure: "… quiet after, s", digits: 1, of: (w) => cachesOf(w).map((r) => r.quietAfterMs / 1000) },
     {
+      figure: "… seconds from ready until quiet",
+      digits: 1,
+      of: (w) => cachesOf(w).map((r) => r.quietAfterReadyMs / 1000),
+    },
+    {
       figure: "… task writes during the takeover",
       digits: 0,
       of: (w) => cachesOf(w).map((r) => r.takeoverWrites),
@@ -212,7 +237,17 @@ export const printReport = (input: ReportInput): void => {
     for (const run of burstsOf(which)) {
       console.log(`- ${which} requests per task in the burst: ${run.burstDetail}`);
       console.log(`- ${which} idle requests: ${run.idleDetail}`);
+      const busy = run.idleCpuMsPerSecond.flatMap((ms, second) =>
+        ms > 0 ? [`${second}: ${fmt(ms, 0)}`] : [],
+      );
+      console.log(
+        `- ${which} idle, CPU ms in the seconds that had any (second: ms): ${busy.join(", ") || "none"}`,
+      );
     }
+  for (const run of caches)
+    console.log(
+      `- ${run.which} restart, CPU ms of each second from ready until quiet: ${run.cpuMsPerSecondAfterReady.map((ms) => fmt(ms, 0)).join(" ") || "none"}`,
+    );
   if (input.floor !== undefined)
     console.log(
       `- Node's floor (bench/node-floor.ts: the Deployment's Node flags, node:https only, GETs to the same apiserver, no opstask code): peak RSS ${fmt(mb(input.floor.peakRss), 1)} MB, CPU ${fmt(input.floor.cpuMsPerRequest, 2)} ms per request`,

@@ -11,9 +11,11 @@
  *      (VmHWM), sidecar POSTs per task.
  *   3. Deletion: `--delete-tasks` tasks with ttlSecondsAfterFinished 1: API writes per task from create
  *      until gone (the apiserver's audit log: the same count for both), tasks gone within TTL + 10 s.
- *   4. Idle: every request the controller makes in `--idle-seconds` with everything settled.
+ *   4. Idle: every request the controller makes in `--idle-seconds` with everything settled, its CPU
+ *      over that window (per minute) and its RSS at the end of it.
  *   5. Restart on `--cache-tasks` settled tasks (copies of a task that controller itself ran to
- *      Succeeded, made while no controller runs): CPU from process start until quiet, RSS once idle.
+ *      Succeeded, made while no controller runs): CPU from process start until quiet, seconds from
+ *      ready (caches synced) until quiet and the CPU of each second until then, RSS once idle.
  *   6. Node's floor (bench/node-floor.ts): a process with opstask's Deployment environment that only
  *      loads node:https and sends GETs to the same apiserver: the least any Node controller holds.
  *
@@ -31,7 +33,8 @@
  * Run: scripts/bench druid-side-by-side [--tasks N] [--rounds R] [--single K] [--delete-tasks D]
  *        [--cache-tasks M] [--idle-seconds S] [--in-flight F] [--sidecar-delay-ms MS]
  *        [--druid-qps Q] [--only druid|opstask] [--cpu-prof DIR] [--opstask-node-options "FLAGS"]
- * Defaults: N 1,000, R 2, K 10, D 100, M 10,000, S 30, F 20, MS 0; about 25 minutes on 2 CPUs.
+ * Defaults: N 1,000, R 2, K 10, D 100, M 10,000, S 60, F 20, MS 0; about 25 minutes on 2 CPUs.
+ * The load average is printed at the start and end of the run and beside each phase's progress line.
  * `--cpu-prof DIR` runs opstask with --cpu-prof into DIR (one profile per process, on exit) and takes
  * a heap snapshot of it with the settled tasks cached; bench/profile-summary.ts reads both.
  */
@@ -67,6 +70,7 @@ import {
   createEtcds,
   setQuietCpuShare,
   startController,
+  traceCpu,
   userOf,
   type Which,
   waitQuiet,
@@ -78,7 +82,7 @@ const params = {
   single: intArg("single", 10),
   deleteTasks: intArg("delete-tasks", 100),
   cacheTasks: intArg("cache-tasks", 10_000),
-  idleSeconds: intArg("idle-seconds", 30),
+  idleSeconds: intArg("idle-seconds", 60),
   inFlight: Math.max(1, intArg("in-flight", 20)),
   sidecarDelayMs: intArg("sidecar-delay-ms", 0),
   druidQps: Math.max(1, intArg("druid-qps", 5_000)),
@@ -89,7 +93,9 @@ const params = {
 };
 
 const progress = (line: string): void => {
-  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+  process.stderr.write(
+    `[bench ${new Date().toISOString().slice(11, 19)} load ${fmt(loadavg()[0] ?? 0, 2)}] ${line}\n`,
+  );
 };
 const pad = (n: number) => String(n).padStart(5, "0");
 
@@ -263,13 +269,17 @@ const runBurst = async (which: Which, round: number): Promise<void> => {
     // 4. idle
     progress(`${which} round ${round}: idle ${params.idleSeconds} s`);
     const markIdle = audit.mark();
+    const idleCpu0 = procSample(controller.pid)?.cpuMs ?? Number.NaN;
+    const idleTrace = traceCpu(controller.pid);
     await sleep(params.idleSeconds * 1000);
+    const idleCpuMsPerSecond = idleTrace.stop();
     const idle = audit.since(markIdle).filter((r) => r.user === user);
     const byVerb = new Map<string, number>();
     for (const r of idle)
       byVerb.set(`${r.verb} ${r.resource}`, (byVerb.get(`${r.verb} ${r.resource}`) ?? 0) + 1);
 
     const sample = procSample(controller.pid);
+    const idleCpuMs = (sample?.cpuMs ?? Number.NaN) - idleCpu0;
     bursts.push({
       which,
       singleMs: singleMs.sort((a, b) => a - b),
@@ -285,6 +295,9 @@ const runBurst = async (which: Which, round: number): Promise<void> => {
       deleteEventsPerTask: eventWrites(deletionRequests, user) / deletion.length,
       goneInTime,
       idleRequests: idle.length,
+      idleCpuMsPerMinute: (idleCpuMs / params.idleSeconds) * 60,
+      idleRss: sample?.rss ?? Number.NaN,
+      idleCpuMsPerSecond,
       idleDetail: [...byVerb].map(([key, n]) => `${key} ×${n}`).join(", ") || "none",
       burstDetail: [...perTask]
         .sort((a, b) => b[1] - a[1])
@@ -329,10 +342,15 @@ const runCache = async (which: Which): Promise<void> => {
     druidQps: params.druidQps,
     ...profiling(which),
   });
+  const ready = performance.now();
   try {
+    // The CPU of each second from ready until quiet: what keeps a controller busy after its start.
+    const trace = traceCpu(controller.pid);
     const quiet = await waitQuiet(audit, user, controller.pid, 3_000, 600_000);
+    const perSecond = trace.stop();
     if (!quiet) problems.push(`${which}: not quiet within 10 min of the restart`);
     const quietAfterMs = performance.now() - started - 3_000;
+    const quietAfterReadyMs = performance.now() - ready - 3_000;
     const cpu = procSample(controller.pid)?.cpuMs ?? Number.NaN;
     const writes = taskWrites(audit.since(mark), user);
     progress(`${which}: idle ${params.idleSeconds} s with ${names.length} tasks cached`);
@@ -349,6 +367,8 @@ const runCache = async (which: Which): Promise<void> => {
       which,
       takeoverCpuMs: cpu,
       quietAfterMs,
+      quietAfterReadyMs,
+      cpuMsPerSecondAfterReady: perSecond,
       rss: sample?.rss ?? Number.NaN,
       peakRss: sample?.peakRss ?? Number.NaN,
       takeoverWrites: writes,

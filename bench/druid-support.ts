@@ -148,6 +148,23 @@ export const startController = async (
   return { which, pid: opstask.pid, lines: opstask.lines, stop: opstask.stop };
 };
 
+/** The CPU of `pid` in each second from now until `stop()`, ms: what a controller does while "idle". */
+export const traceCpu = (pid: number): { stop(): number[] } => {
+  const perSecond: number[] = [];
+  let previous = procSample(pid)?.cpuMs ?? Number.NaN;
+  const timer = setInterval(() => {
+    const now = procSample(pid)?.cpuMs ?? Number.NaN;
+    perSecond.push(now - previous);
+    previous = now;
+  }, 1_000);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return perSecond;
+    },
+  };
+};
+
 /** 2 %; raised while profiling (`setQuietCpuShare`). */
 let quietCpuShare = 0.02;
 export const setQuietCpuShare = (share: number): void => {
