@@ -1,12 +1,12 @@
 /**
  * `opstask/cli`: the task CLI for an operator's own kinds (`taskCli`, `cliKindOf`: get, describe,
- * wait and delete, as `opstask` has them for EtcdOpsTask), and the Stately inspector of the machine
+ * wait, create and delete, as `opstask` has them for EtcdOpsTask, and the operator's own commands), and the Stately inspector of the machine
  * (`startStatelyInspector`; pass its `observer` to `runTaskController`). A separate entry because
  * these load CLI-only code and optional packages that the library's entry (`opstask`) never loads.
  */
-export { type CliKind, type CliKindOptions, cliKindOf } from "./cli/task/cli-kind.ts";
+export { type CliKind, type CliKindOptions, cliKindOf, type ManifestObject } from "./cli/task/cli-kind.ts";
 export type { TaskCommand } from "./cli/task/command.ts";
-export { makeTaskCommands } from "./cli/task/index.ts";
+export { type CliKinds, makeTaskCommands } from "./cli/task/index.ts";
 export { type Output, processIo, type TaskIo } from "./cli/task/io.ts";
-export { kindCommands, type TaskCliOptions, taskCli } from "./cli/task/task-cli.ts";
+export { type CliCommand, kindCommands, type TaskCliOptions, taskCli } from "./cli/task/task-cli.ts";
 export { startStatelyInspector } from "./inspect/stately-inspector.ts";

@@ -6,7 +6,7 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeTaskCommands } from "../../src/cli/task/index.ts";
+import { makeOpstaskCommands } from "../../src/cli/task/index.ts";
 import { taskCommandNames } from "../../src/cli/task/names.ts";
 import { repoRoot } from "../support/cluster.ts";
 import { bundledCli } from "../support/opstask-process.ts";
@@ -91,7 +91,12 @@ describe("opstask controller's imports", () => {
 
   it("main.ts knows every task command by name", () => {
     const quiet = { write: () => {}, isTTY: false };
-    const commands = makeTaskCommands(() => ({ stdout: quiet, stderr: quiet, env: {}, program: "opstask" }));
+    const commands = makeOpstaskCommands(() => ({
+      stdout: quiet,
+      stderr: quiet,
+      env: {},
+      program: "opstask",
+    }));
     expect(Object.keys(commands).sort()).toEqual([...taskCommandNames].sort());
   });
 });

@@ -184,6 +184,55 @@ describe("the task CLI for a kind defined with the library", () => {
     });
   });
 
+  it("creates a Probe from a file, checked by its decoder first, and follows it to its end", async () => {
+    const file = join(crdDir, "filed.yaml");
+    writeFileSync(
+      file,
+      stringify({
+        apiVersion: `${group}/v1`,
+        kind: "Probe",
+        metadata: { name: "filed", labels: { from: "file" } },
+        spec: { target: "host-filed", ttlSecondsAfterFinished: 3600, config: { ping: { answer: "pong" } } },
+      }),
+    );
+    const { io, captured } = captureTaskIo();
+    const probes = taskCli([probeCliKind], { program: "probe-cli", io: () => io });
+    const code = await probes([
+      "create",
+      "-f",
+      file,
+      "--wait",
+      "--kubeconfig",
+      cluster().kubeconfigPath,
+      "-n",
+      namespace,
+    ]);
+    expect({ code, err: captured.err }).toEqual({ code: 0, err: "" });
+    expect(captured.out).toMatch(/^filed\n/);
+    expect(captured.out).toContain("filed Succeeded");
+    const stored = (await cluster()
+      .makeKubeConfig()
+      .makeApiClient(CustomObjectsApi)
+      .getNamespacedCustomObject({ group, version: "v1", plural: "probes", namespace, name: "filed" })) as {
+      metadata: { labels?: Record<string, string>; managedFields?: Array<{ manager?: string }> };
+      spec: { target: string };
+    };
+    expect(stored.metadata.labels).toEqual({ from: "file" });
+    expect(stored.spec.target).toBe("host-filed");
+    expect(stored.metadata.managedFields?.[0]?.manager).toBe("opstask-cli");
+
+    // A task the controller would reject is named and never sent.
+    writeFileSync(
+      file,
+      stringify({ metadata: { name: "unsent" }, spec: { target: "t", config: { ping: {} } } }),
+    );
+    const refused = await run([...at(), "-f", file], "create");
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain("spec.ttlSecondsAfterFinished: required field is missing");
+    expect(refused.err).toContain("spec.config.ping.answer: required field is missing");
+    expect((await run([...at(), "unsent"])).code).toBe(1);
+  });
+
   it("names the operator's kind, not EtcdOpsTask, in an API error's hint", async () => {
     const { io, captured } = captureTaskIo();
     const probes = taskCli([probeCliKind], { program: "probe-cli", io: () => io });

@@ -15,7 +15,7 @@ import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } fr
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { completionFlags } from "../../src/cli/completion-command.ts";
-import { makeTaskCommands } from "../../src/cli/task/index.ts";
+import { makeOpstaskCommands } from "../../src/cli/task/index.ts";
 import { loadKubeClient } from "../../src/kube/kubeconfig-loader.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 import { type RunningController, scriptedHandlers, startController } from "../support/controller.ts";
@@ -36,7 +36,7 @@ interface Run {
 
 const run = async (command: string, args: ReadonlyArray<string>, signal?: AbortSignal): Promise<Run> => {
   const { io, captured } = captureTaskIo(signal === undefined ? {} : { signal });
-  const code = await makeTaskCommands(() => io)[command]?.(args);
+  const code = await makeOpstaskCommands(() => io)[command]?.(args);
   return { code, ...captured };
 };
 

@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { MaxStatusTextLength } from "../../src/api/text-cap.ts";
 import { renderDescription } from "../../src/cli/task/describe.ts";
 import { etcdCliKind } from "../../src/cli/task/etcd-kind.ts";
-import { makeTaskCommands } from "../../src/cli/task/index.ts";
+import { makeOpstaskCommands } from "../../src/cli/task/index.ts";
 import { viewOf } from "../../src/cli/task/task-view.ts";
 import { terminalText } from "../../src/cli/task/terminal-text.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
@@ -40,7 +40,7 @@ describe("task-author text printed by the CLI", () => {
 
   const run = async (command: string, args: ReadonlyArray<string>) => {
     const { io, captured } = captureTaskIo({ program: "opstask", columns: 400 });
-    const code = await makeTaskCommands(() => io)[command]?.([
+    const code = await makeOpstaskCommands(() => io)[command]?.([
       ...args,
       "--kubeconfig",
       kubeconfig,

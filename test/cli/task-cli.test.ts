@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { etcdCliKind } from "../../src/cli/task/etcd-kind.ts";
 import { why } from "../../src/cli/task/explain.ts";
 import { humanDuration } from "../../src/cli/task/human-duration.ts";
-import { makeTaskCommands } from "../../src/cli/task/index.ts";
+import { makeOpstaskCommands } from "../../src/cli/task/index.ts";
 import { decodeLastError, type TaskView } from "../../src/cli/task/task-view.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 import { type RunningController, scriptedHandlers, startController } from "../support/controller.ts";
@@ -33,7 +33,7 @@ interface Run {
 
 const captureIo = (options: { tty?: boolean; signal?: AbortSignal } = {}) => {
   const { io, captured } = captureTaskIo({ ...options, program: "kubectl opstask", columns: 160 });
-  return { captured, commands: makeTaskCommands(() => io) };
+  return { captured, commands: makeOpstaskCommands(() => io) };
 };
 
 /** Runs one command in-process; `OPSTASK_CLI_ECHO=1` echoes what it printed (for docs). */

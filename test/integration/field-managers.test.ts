@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { BatchV1Api, CoordinationV1Api, CustomObjectsApi, EventsV1Api } from "@kubernetes/client-node";
 import { Duration, Effect, Exit, Scope } from "effect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeTaskCommands } from "../../src/cli/task/index.ts";
+import { makeOpstaskCommands } from "../../src/cli/task/index.ts";
 import { makeKubernetesJobs } from "../../src/handlers/jobs-kubernetes.ts";
 import { runLeaderElection } from "../../src/runtime/leader-election.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
@@ -56,7 +56,7 @@ describe("field managers on every write", () => {
 
   it("a task created by the CLI and run by the controller names opstask-cli and opstask", async () => {
     const { io, captured } = captureTaskIo();
-    const commands = makeTaskCommands(() => io);
+    const commands = makeOpstaskCommands(() => io);
     const code = await commands.snapshot?.([
       "etcd-m",
       "--type",

@@ -20,7 +20,40 @@ export interface CliKind {
   readonly facts: (object: unknown) => TaskFacts | undefined;
   /** What the task does, in a few words (describe's `Task:` line); undefined when it does not decode. */
   readonly summary: (object: unknown) => string | undefined;
+  /**
+   * What the controller would find wrong with a manifest once created (`create -f`): its decode
+   * errors, one per field (`spec.config.ping.answer: required field is missing`); none when it decodes.
+   */
+  readonly check: (manifest: ManifestObject) => ReadonlyArray<string>;
 }
+
+/** A manifest as a user writes it: an object with metadata, nothing server-assigned yet. */
+export interface ManifestObject {
+  readonly metadata: { readonly [field: string]: unknown };
+  readonly [field: string]: unknown;
+}
+
+/** Stand-ins for what the API server assigns on create, so the kind's decoder sees a stored object. */
+const serverAssigned = {
+  uid: "00000000-0000-0000-0000-000000000000",
+  resourceVersion: "1",
+  generation: 1,
+  creationTimestamp: "2026-01-01T00:00:00Z",
+};
+
+const storedForm = (manifest: ManifestObject, namespace: string): object => {
+  const { metadata } = manifest;
+  const generated = typeof metadata.generateName === "string" ? `${metadata.generateName}x` : undefined;
+  return {
+    ...manifest,
+    metadata: {
+      ...serverAssigned,
+      namespace,
+      ...metadata,
+      ...(metadata.name === undefined && generated !== undefined ? { name: generated } : {}),
+    },
+  };
+};
 
 export interface CliKindOptions<Task> {
   readonly aliases?: ReadonlyArray<string>;
@@ -42,6 +75,12 @@ export const cliKindOf = <Task>(kind: TaskKind<Task>, options: CliKindOptions<Ta
     const decoded = kind.decode(object);
     if (!decoded.ok) return undefined;
     return options.summary?.(decoded.task) ?? kind.facts(decoded.task).member;
+  },
+  check: (manifest) => {
+    const namespace =
+      typeof manifest.metadata.namespace === "string" ? manifest.metadata.namespace : "default";
+    const decoded = kind.decode(storedForm(manifest, namespace));
+    return decoded.ok ? [] : decoded.failure.errors;
   },
 });
 

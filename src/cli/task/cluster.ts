@@ -45,6 +45,8 @@ export const createTask = (
   kubeRequest(cluster.settings, "create", cluster.client, {
     method: "POST",
     path: apiPath(cluster.kind.resource, namespace),
+    // A field the CRD does not declare (a misspelt one) is refused by name, not silently dropped.
+    query: { fieldValidation: "Strict" },
     body: manifest,
   }).pipe(Effect.flatMap((response) => asObject(response.body, "the created task")));
 

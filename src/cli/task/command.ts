@@ -21,6 +21,8 @@ export interface Prepared {
 
 export interface TaskCommandSpec {
   readonly name: string;
+  /** One line for the CLI's list of commands (`{program} --help`). */
+  readonly summary: string;
   /** Usage text, `{program}` standing for how the user calls the CLI (`opstask`, `kubectl opstask`, …). */
   readonly usage: string;
   /** The exit code when Ctrl-C ends the command (`get -w`: 0, it is how a watch ends). */

@@ -7,10 +7,11 @@
  *   get [NAME…] [-o …] [-l …] [-A] [-w] tasks as a table, JSON, YAML or names
  *   describe <task>                     state, timeline, errors, and why
  *   wait <task>                         follow a task until it ends
+ *   create -f FILE                      a task from a manifest, checked by the kind's decoder first
  *   delete NAME… | -l SELECTOR          delete tasks
  *
- * get, describe, wait and delete work for any task kind (`--kind`; `makeTaskCommands` takes the
- * kinds, EtcdOpsTask first as the default); snapshot and maintain create EtcdOpsTasks.
+ * get, describe, wait, create and delete work for any task kind (`makeTaskCommands` takes the kinds,
+ * the first the default of `--kind`); snapshot and maintain create EtcdOpsTasks (`makeOpstaskCommands`).
  */
 import * as Effect from "effect/Effect";
 import { OptionError } from "../options.ts";
@@ -39,6 +40,7 @@ import { deleteTasks } from "./delete.ts";
 import { describeTask } from "./describe.ts";
 import { etcdCliKind } from "./etcd-kind.ts";
 import { processIo, type TaskIo } from "./io.ts";
+import { readManifestFile } from "./manifest-file.ts";
 import { parseOutputFormat } from "./output.ts";
 import { getTasks } from "./table.ts";
 import { WaitExit, waitForTask } from "./wait.ts";
@@ -101,10 +103,12 @@ const createCommand =
     };
   };
 
-const specsFor = (kinds: ReadonlyArray<CliKind>): ReadonlyArray<TaskCommandSpec> => {
+/** `snapshot` and `maintain`: they create EtcdOpsTasks (`kinds` only for the help's `--kind` line). */
+const etcdSpecs = (kinds: ReadonlyArray<CliKind>): ReadonlyArray<TaskCommandSpec> => {
   const commonHelp = common(kinds);
   const snapshot: TaskCommandSpec = {
     name: "snapshot",
+    summary: "create an on-demand snapshot task: snapshot <etcd> --type full|delta [--final] [--wait]",
     usage: `Usage: {program} snapshot <etcd> --type full|delta [--final] [options]
 
 Creates an EtcdOpsTask that takes an on-demand snapshot of <etcd> and prints its name.
@@ -120,6 +124,7 @@ ${commonHelp}`,
 
   const maintain: TaskCommandSpec = {
     name: "maintain",
+    summary: "create a maintenance task: maintain <etcd> [--compact [--physical]] [--defrag] [--wait]",
     usage: `Usage: {program} maintain <etcd> [--compact [--physical]] [--defrag] [options]
 
 Creates an EtcdOpsTask that compacts and/or defragments <etcd> and prints its name. With both,
@@ -134,9 +139,15 @@ ${commonHelp}`,
     interruptedExit: WaitExit.interrupted,
     prepare: createCommand("maintain", maintainFlags, maintenanceManifest),
   };
+  return [snapshot, maintain];
+};
 
+/** The commands that work for any kind. */
+const kindSpecs = (kinds: ReadonlyArray<CliKind>): ReadonlyArray<TaskCommandSpec> => {
+  const commonHelp = common(kinds);
   const get: TaskCommandSpec = {
     name: "get",
+    summary: "list tasks: get [NAME…] [-o json|yaml|name|wide] [-l SELECTOR] [-A] [-w]",
     usage: `Usage: {program} get [NAME…] [-o json|yaml|name|wide] [-l SELECTOR] [-n NS | -A] [-w]
 
 Lists tasks: NAME, STATE, the admission group (${describeGroupHeaders(kinds)}), PHASE (lastOperation type/state), AGE, LAST
@@ -197,6 +208,7 @@ ${exitHelp}`,
 
   const describe: TaskCommandSpec = {
     name: "describe",
+    summary: "explain a task: its state, timeline, errors and why it is where it is",
     usage: `Usage: {program} describe <task> [-n NS]
 
 Explains a task: its spec, state and phase, a timeline rebuilt from its status and its Kubernetes
@@ -223,6 +235,7 @@ ${commonHelp}`,
 
   const wait: TaskCommandSpec = {
     name: "wait",
+    summary: "follow a task until it ends (exit 0 on Succeeded, 1 on Failed/Rejected)",
     usage: `Usage: {program} wait <task> [-n NS] [--wait-timeout DUR]
 
 Follows an existing task until it ends: exit 0 Succeeded, 1 Failed/Rejected (the last error on
@@ -246,8 +259,61 @@ ${commonHelp}`,
     },
   };
 
+  const create: TaskCommandSpec = {
+    name: "create",
+    summary: "create a task from a YAML or JSON file, checked first: create -f FILE [--wait]",
+    usage: `Usage: {program} create -f FILE [-n NS] [--wait [--wait-timeout DUR]]
+
+Creates the task FILE holds (YAML or JSON, one object) and prints its name. The file is checked first
+with the kind's own schema, as the controller will read the task: a field it would reject is named
+here (exit 2) and nothing is sent. Its apiVersion and kind pick the kind (left out: --kind's); its
+metadata.namespace is used unless -n names one.
+
+  -f, --filename FILE   the task manifest
+${waitHelp}
+${commonHelp}
+${exitHelp}`,
+    interruptedExit: WaitExit.interrupted,
+    prepare: async (argv, io) => {
+      const usageHint = hint("create", io);
+      const parsed = parseFlags(
+        argv,
+        {
+          filename: { type: "string", short: "f" },
+          wait: { type: "boolean" },
+          "wait-timeout": { type: "string" },
+        },
+        usageHint,
+      );
+      positionals(parsed, [], usageHint);
+      const file = stringFlag(parsed.flags, "filename");
+      if (file === undefined)
+        throw new OptionError(
+          `missing -f FILE: the task manifest to create (YAML or JSON); see ${usageHint}`,
+        );
+      const wait = waitSettings(parsed.flags, io);
+      const manifest = await readManifestFile(file, kinds, parsed.flags);
+      // The file's kind, and its namespace unless -n names one (readManifestFile refused a clash).
+      const namespace = stringFlag(parsed.flags, "namespace") ?? manifest.namespace;
+      const target = await resolveTarget({ ...parsed.flags, kind: undefined, namespace }, io.env, [
+        manifest.kind,
+      ]);
+      return {
+        kind: target.kind,
+        run: createAndMaybeWait({
+          cluster: connect(target.client, target.kind),
+          namespace: target.namespace,
+          manifest: manifest.body,
+          waitTimeoutMs: wait,
+          io,
+        }),
+      };
+    },
+  };
+
   const remove: TaskCommandSpec = {
     name: "delete",
+    summary: "delete tasks: delete NAME… | -l SELECTOR",
     usage: `Usage: {program} delete NAME… | -l SELECTOR [-n NS]
 
 Deletes tasks. The controller runs each task's cleanup, then releases it; a handler call in flight
@@ -290,18 +356,51 @@ ${exitHelp}`,
     },
   };
 
-  return [snapshot, maintain, get, describe, wait, remove];
+  return [get, describe, wait, create, remove];
 };
 
-/**
- * The task commands writing to `io` (tests capture it) for `kinds` (default: EtcdOpsTask alone; the
- * first is what `--kind` defaults to); `taskCommands` uses the process's streams.
- */
-export const makeTaskCommands = (
+/** At least one kind: the first is what `--kind` defaults to. */
+export type CliKinds = readonly [CliKind, ...ReadonlyArray<CliKind>];
+
+/** A command by name, with its one line for the CLI's help. */
+export interface NamedCommand {
+  readonly summary: string;
+  readonly run: TaskCommand;
+}
+
+const commandsOf = (
+  specs: ReadonlyArray<TaskCommandSpec>,
   makeIo: () => TaskIo,
-  kinds: ReadonlyArray<CliKind> = [etcdCliKind],
-): Record<string, TaskCommand> =>
-  Object.fromEntries(specsFor(kinds).map((spec) => [spec.name, runTaskCommand(spec, makeIo)]));
+): Record<string, NamedCommand> =>
+  Object.fromEntries(
+    specs.map((spec) => [spec.name, { summary: spec.summary, run: runTaskCommand(spec, makeIo) }]),
+  );
+
+/** get, describe, wait, create and delete for `kinds`, each with its help line (what `taskCli` lists). */
+export const describedTaskCommands = (makeIo: () => TaskIo, kinds: CliKinds): Record<string, NamedCommand> =>
+  commandsOf(kindSpecs(kinds), makeIo);
+
+/**
+ * get, describe, wait, create and delete for `kinds`, writing to `makeIo()`'s streams (tests capture
+ * them); `taskCli` builds a whole command line over them.
+ */
+export const makeTaskCommands = (makeIo: () => TaskIo, kinds: CliKinds): Record<string, TaskCommand> =>
+  Object.fromEntries(
+    Object.entries(describedTaskCommands(makeIo, kinds)).map(([name, command]) => [name, command.run]),
+  );
+
+/**
+ * `opstask`'s own (src/cli/task/names.ts): snapshot and maintain, which create EtcdOpsTasks from
+ * flags, and get, describe, wait and delete for EtcdOpsTask.
+ */
+export const makeOpstaskCommands = (makeIo: () => TaskIo): Record<string, TaskCommand> => {
+  const kinds: CliKinds = [etcdCliKind];
+  const { create: _fromFile, ...generic } = makeTaskCommands(makeIo, kinds);
+  return {
+    ...Object.fromEntries(etcdSpecs(kinds).map((spec) => [spec.name, runTaskCommand(spec, makeIo)])),
+    ...generic,
+  };
+};
 
 export const taskCommands: Record<string, (argv: ReadonlyArray<string>) => Promise<number>> =
-  makeTaskCommands(processIo);
+  makeOpstaskCommands(processIo);
