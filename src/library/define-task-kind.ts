@@ -24,10 +24,13 @@ import type {
 } from "../reconcile/task-kind.ts";
 
 /** Where the decoded task comes from: a schema (recommended) or a hand-written decode. */
-export type TaskSource<Task> =
+export type TaskSource<Task, Encoded = unknown> =
   | {
-      /** Decodes a stored object to `Task`; `ObjectMeta` and `TaskStatusSchema` fit `metadata` and `status`. */
-      readonly schema: Schema.ConstraintDecoder<Task>;
+      /**
+       * Decodes a stored object to `Task`; `ObjectMeta` and `TaskStatusSchema` fit `metadata` and
+       * `status`. Its encoded side types the manifests `simulate`'s `create` takes.
+       */
+      readonly schema: Schema.ConstraintCodec<Task, Encoded, never, unknown>;
       readonly decode?: never;
     }
   | {
@@ -80,7 +83,10 @@ export interface TaskKindAccessors<Task> {
   readonly cachedMetadata?: CachedMetadata;
 }
 
-export type TaskKindDefinition<Task> = TaskKindAccessors<Task> & TaskSource<Task>;
+export type TaskKindDefinition<Task, Encoded = unknown> = TaskKindAccessors<Task> & TaskSource<Task, Encoded>;
+
+/** The `spec` of an object's encoded form (what a manifest writes), or `unknown` when it has none. */
+export type SpecOf<Encoded> = Encoded extends { readonly spec: infer Spec } ? Spec : unknown;
 
 const parseOptions = { errors: "all", reportInput: true } as const;
 const decodeMetadata = SchemaParser.decodeUnknownResult(Schema.Struct({ metadata: ObjectMeta }));
@@ -127,9 +133,9 @@ const schemaDecoder = <Task>(
   };
 };
 
-export const defineTaskKind = <Task extends { readonly metadata: TaskMeta }>(
-  definition: TaskKindDefinition<Task>,
-): TaskKind<Task> => {
+export const defineTaskKind = <Task extends { readonly metadata: TaskMeta }, Encoded = unknown>(
+  definition: TaskKindDefinition<Task, Encoded>,
+): TaskKind<Task, SpecOf<Encoded>> => {
   const { admissionGroup, member, status, ttlSeconds } = definition;
   return {
     resource: {

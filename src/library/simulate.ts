@@ -87,8 +87,9 @@ export interface SimulatedHandler<Task, R = never> {
   readonly cleanup?: SimulatedPhase<Task, R>;
 }
 
-export interface SimulateBaseOptions<Task, R> extends LifecycleOptions {
-  readonly kind: TaskKind<Task>;
+export interface SimulateBaseOptions<Task, R, Spec = unknown> extends LifecycleOptions {
+  /** Its spec type (`defineTaskKind` infers it from the schema) types what `create` takes. */
+  readonly kind: TaskKind<Task, Spec>;
   /** By config member; a member without one is Rejected (`ERR_UNSUPPORTED_TASK`). */
   readonly handlers: Readonly<Record<string, SimulatedHandler<Task, R>>>;
   /**
@@ -108,21 +109,35 @@ export interface SimulateBaseOptions<Task, R> extends LifecycleOptions {
   readonly objects?: ReadonlyArray<{ readonly resource: ObjectResource; readonly object: unknown }>;
 }
 
-export type SimulateOptions<Task, R = never> = SimulateBaseOptions<Task, R> & ServicesOption<R>;
+export type SimulateOptions<Task, R = never, Spec = unknown> = SimulateBaseOptions<Task, R, Spec> &
+  ServicesOption<R>;
 
-/** A task as a test writes it; `apiVersion`, `kind` and `metadata.namespace` are filled in. */
-export interface TaskManifest {
+/**
+ * A task as a test writes it; `apiVersion`, `kind` and `metadata.namespace` are filled in. With a
+ * kind's `Spec` (its schema's encoded spec), `spec` is that type, so a misspelt field does not compile.
+ */
+export interface TaskManifest<Spec = unknown> {
   readonly metadata: {
     readonly name: string;
     readonly namespace?: string;
     readonly [field: string]: unknown;
   };
+  readonly spec?: Spec;
   readonly [field: string]: unknown;
 }
 
-export interface Simulation<Task> {
-  /** Stores a task (as `kubectl create` would); nothing runs until `run`, `advance` or `settle`. */
-  readonly create: (manifest: TaskManifest) => void;
+export interface Simulation<Task, Spec = unknown> {
+  /**
+   * Stores a task (as `kubectl create` would); nothing runs until `run`, `advance` or `settle`. The
+   * manifest's `spec` has the kind's spec type (`createUnchecked` stores one that need not). A method,
+   * so that a `Simulation<Task>` parameter takes a simulation of any spec type.
+   */
+  create(manifest: TaskManifest<Spec>): void;
+  /**
+   * Stores any object as a task, e.g. one the kind's schema rejects, to test what the controller does
+   * with it (a cluster's CRD may refuse it first).
+   */
+  readonly createUnchecked: (manifest: TaskManifest) => void;
   /** A user's delete: with our finalizer on it, the task stays until cleanup releases it. */
   readonly delete: (name: string) => void;
   /** A merge patch of the object (not its status), e.g. a label edit. */
@@ -194,7 +209,9 @@ const isObject = (value: unknown): value is JsonObject =>
 const byName = <A extends { readonly name: string }>(records: ReadonlyArray<A>, name: string | undefined) =>
   name === undefined ? records : records.filter((record) => record.name === name);
 
-export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Simulation<Task> => {
+export const simulate = <Task, R = never, Spec = unknown>(
+  options: SimulateOptions<Task, R, Spec>,
+): Simulation<Task, Spec> => {
   const { kind, handlers } = options;
   const namespace = options.defaultNamespace ?? options.namespace ?? "default";
   const clock = new FakeClock(options.startAt ?? Date.UTC(2026, 0, 1));
@@ -358,20 +375,23 @@ export const simulate = <Task, R = never>(options: SimulateOptions<Task, R>): Si
     if (!result.ok) throw new Error(result.error.message);
   };
 
+  const create = (manifest: TaskManifest) => {
+    const json: unknown = JSON.parse(JSON.stringify(manifest));
+    if (!isObject(json) || !isObject(json.metadata))
+      throw new TypeError("a manifest is an object with metadata");
+    check(
+      server.create({
+        apiVersion: `${kind.resource.group}/${kind.resource.version}`,
+        kind: kind.resource.kind,
+        ...json,
+        metadata: { namespace, ...json.metadata },
+      }),
+    );
+  };
+
   return {
-    create: (manifest) => {
-      const json: unknown = JSON.parse(JSON.stringify(manifest));
-      if (!isObject(json) || !isObject(json.metadata))
-        throw new TypeError("a manifest is an object with metadata");
-      check(
-        server.create({
-          apiVersion: `${kind.resource.group}/${kind.resource.version}`,
-          kind: kind.resource.kind,
-          ...json,
-          metadata: { namespace, ...json.metadata },
-        }),
-      );
-    },
+    create,
+    createUnchecked: create,
     delete: (name) => check(server.delete(namespace, name)),
     patch: (name, patch) => check(server.patch(namespace, name, patch)),
     run: () => controller.runUntilIdle(),

@@ -70,7 +70,7 @@ export interface UndecodedFacts {
   readonly ttlSeconds: number;
 }
 
-export interface TaskKind<Task> {
+export interface TaskKind<Task, Spec = unknown> {
   readonly resource: ResourceRef;
   /** Our finalizer on these objects. */
   readonly finalizer: string;
@@ -89,6 +89,12 @@ export interface TaskKind<Task> {
    * grow with what its author writes there); the lifecycle's own annotations are always kept.
    */
   readonly cachedMetadata?: CachedMetadata;
+  /**
+   * Type only, never set: the spec as a manifest writes it (the schema's encoded side, which
+   * `defineTaskKind` infers), so that `simulate`'s `create` type-checks a test's tasks. `unknown` for
+   * a kind that decodes with a function.
+   */
+  readonly "~spec"?: Spec;
 }
 
 export interface CachedMetadata {

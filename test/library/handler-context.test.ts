@@ -17,7 +17,7 @@ import {
 import { type CallContext, hang, simulate } from "../../src/testing.ts";
 import { type Chore, choreKind } from "./new-kind/chore-kind.ts";
 
-const chore = (name: string, config: object) => ({
+const chore = (name: string, config: Readonly<Record<string, unknown>>) => ({
   metadata: { name },
   spec: { ttlSecondsAfterFinished: 600, config },
 });

@@ -14,7 +14,7 @@ import { waitFor } from "../../support/wait.ts";
 import { choreHandlers } from "./chore-handlers.ts";
 import { choreKind, Group, Kind, Plural, Version } from "./chore-kind.ts";
 
-const chore = (name: string, config: object, ttl = 2) => ({
+const chore = (name: string, config: Readonly<Record<string, unknown>>, ttl = 2) => ({
   metadata: { name },
   spec: { house: "h1", ttlSecondsAfterFinished: ttl, config },
 });
