@@ -59,7 +59,7 @@ export interface TaskSummary {
   readonly uid: string;
   /** The config member (`onDemandSnapshot`…), `invalid` when the spec does not decode. */
   readonly kind: string;
-  /** The admission group (the etcd). */
+  /** The admission group (an EtcdOpsTask's etcd). */
   readonly group: string;
   readonly state: TaskState | "";
   /** `Execution/InProgress`, `` before the first operation. */

@@ -30,6 +30,8 @@ export interface BoardServerOptions {
   readonly port: number;
   readonly store: BoardStore;
   readonly explain: (input: ExplainInput, now: number) => string;
+  /** What the kind calls an admission group (`etcd`, `house`): a task's detail labels its group so. */
+  readonly groupWord?: string;
   readonly machineSvg: () => Promise<string>;
   readonly machine: () => { readonly states: ReadonlyArray<string>; readonly edges: ReadonlyArray<unknown> };
   /** Default: 32 random bytes. */
@@ -159,7 +161,7 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
       const detail: TaskDetail | undefined = store.detail(key, options.explain, Date.now());
       return detail === undefined
         ? jsonReply(404, { error: `no task ${key} on this board` })
-        : jsonReply(200, detail);
+        : jsonReply(200, { ...detail, groupWord: options.groupWord ?? "group" });
     }
     if (path === "/api/events") return "events";
     return { status: 404, type: "text/plain; charset=utf-8", body: "not found\n" };

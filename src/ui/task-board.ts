@@ -86,6 +86,7 @@ export const startTaskBoard = async <Task>(options: TaskBoardOptions<Task>): Pro
     ...target,
     store,
     explain: options.explain ?? defaultExplain,
+    groupWord: options.kind.vocabulary.group,
     machineSvg,
     machine: () => ({ states: statePaths(), edges: machineEdges() }),
     ...(options.token === undefined ? {} : { token: options.token }),

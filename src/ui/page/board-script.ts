@@ -174,7 +174,7 @@ export const boardScript = `"use strict";
     $("detail-title").textContent = d.namespace + "/" + d.name;
     $("detail-why").textContent = d.why;
     const facts = [
-      ["kind", d.kind], ["etcd", d.group], ["state", d.state || "(none)"], ["phase", d.phase || "(none)"],
+      ["kind", d.kind], [d.groupWord || "group", d.group], ["state", d.state || "(none)"], ["phase", d.phase || "(none)"],
       ["machine", d.machineState], ["uid", d.uid], ["finalizers", d.finalizers.join(", ") || "(none)"],
       ["passes", String(d.passes) + (d.droppedPasses > 0 ? " (" + d.droppedPasses + " oldest not kept)" : "")],
     ];
