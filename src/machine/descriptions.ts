@@ -40,6 +40,14 @@ const unsupportedMessage: Record<UnsupportedCode, string> = {
 /** "an EtcdOpsTask" (druid's text) but "a CacheFlush": the article by the word's first letter. */
 const withArticle = (word: string): string => `${/^[aeiou]/i.test(word) ? "an" : "a"} ${word}`;
 
+/** `EtcdOpsTask` → `ETCD_OPS_TASK` (druid's `ERR_DELETE_ETCD_OPS_TASK`), `HTTPProbe` → `HTTP_PROBE`. */
+const screamingSnake = (word: string): string =>
+  word
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1_$2")
+    .replace(/[^A-Za-z0-9]+/g, "_")
+    .toUpperCase();
+
 export const lifecycleErrors = {
   duplicate: (words: Vocabulary, namespace: string, group: string, peer: PeerTask): TaskError => ({
     code: "ERR_DUPLICATE_TASK",
@@ -52,7 +60,7 @@ export const lifecycleErrors = {
     cause: reason,
   }),
   deleteFailed: (words: Vocabulary, cause: string): TaskError => ({
-    code: "ERR_DELETE_ETCD_OPS_TASK",
+    code: `ERR_DELETE_${screamingSnake(words.kind)}`,
     message: `failed to delete ${words.kind} resource`,
     cause,
   }),

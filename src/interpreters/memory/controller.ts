@@ -129,7 +129,7 @@ export class SimulatedController<Task> {
 
   constructor(options: SimulatedControllerOptions<Task>) {
     this.#options = options;
-    this.#writes = new MemoryWrites(options.server, options.clock);
+    this.#writes = new MemoryWrites(options.server, options.clock, options.kind.resource.plural);
     this.#scheduler = new TaskScheduler({ config: options.config, supported: options.supported });
     options.server.watch((event) => this.#onWatch(event));
     this.#relist();

@@ -36,9 +36,13 @@ export class MemoryWrites {
   #concurrentEditBeforeNextMetadataWrite = false;
   #beforeNextResultWrite: ((namespace: string, name: string) => void) | undefined;
 
-  constructor(server: MemoryApiServer, clock: FakeClock) {
+  /** The tasks' resource, as an API error names it (`chores`). */
+  readonly #plural: string;
+
+  constructor(server: MemoryApiServer, clock: FakeClock, plural: string) {
     this.#server = server;
     this.#clock = clock;
+    this.#plural = plural;
   }
 
   failNextStatusWrite(): void {
@@ -86,7 +90,7 @@ export class MemoryWrites {
       this.#failNextDelete = false;
       return {
         kind: "failed",
-        reason: "the server is currently unable to handle the request (delete etcdopstasks)",
+        reason: `the server is currently unable to handle the request (delete ${this.#plural})`,
       };
     }
     if (request._tag === "PatchStatus" && this.#failNextStatusWrite) {
