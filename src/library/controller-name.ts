@@ -1,7 +1,7 @@
 /**
  * The name a kind's controller goes by when its author gives none: the field manager of its writes
  * and the `reportingController` of its Events, so that `managedFields` and `kubectl events` tell one
- * operator's controller from another's (every kind wrote as `opstask` before).
+ * operator's controller from another's.
  */
 import type { ResourceRef } from "../reconcile/task-kind.ts";
 
