@@ -7,36 +7,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as Schema from "effect/Schema";
 import { afterAll, describe, expect, expectTypeOf, it } from "vitest";
-import { type CliKind, cliKindOf } from "../../src/cli/task/cli-kind.ts";
+import type { CliKind } from "../../src/cli/task/cli-kind.ts";
 import { makeTaskCommands } from "../../src/cli/task/index.ts";
 import type { TaskIo } from "../../src/cli/task/io.ts";
 import { taskCli } from "../../src/cli/task/task-cli.ts";
-import { configMember, configUnion, defineTaskKind, ObjectMeta, TaskStatusSchema } from "../../src/index.ts";
+import { probeCliKind } from "../support/probe-kind.ts";
 import { captureTaskIo } from "../support/task-io.ts";
-
-const ProbeSchema = Schema.Struct({
-  metadata: ObjectMeta,
-  spec: Schema.Struct({
-    target: Schema.String,
-    ttlSecondsAfterFinished: Schema.Number,
-    config: configUnion({ ping: Schema.Struct({ answer: Schema.String }) }),
-  }),
-  status: Schema.optionalKey(TaskStatusSchema),
-});
-const probeKind = defineTaskKind({
-  group: "tests.opstask.dev",
-  version: "v1",
-  kind: "Probe",
-  plural: "probes",
-  finalizer: "tests.opstask.dev/probe",
-  schema: ProbeSchema,
-  ttlSeconds: (task) => task.spec.ttlSecondsAfterFinished,
-  member: (task) => configMember(task.spec.config),
-  status: (task) => task.status,
-});
-const probes = cliKindOf(probeKind);
 
 const dir = mkdtempSync(join(tmpdir(), "opstask-cli-builder-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -50,7 +27,7 @@ const nowhere = ["--kubeconfig", join(dir, "no-kubeconfig")];
 
 const run = async (argv: ReadonlyArray<string>, options: Parameters<typeof taskCli>[1] = {}) => {
   const { io, captured } = captureTaskIo({ program: "probe-cli" });
-  const code = await taskCli([probes], { program: "probe-cli", io: () => io, ...options })(argv);
+  const code = await taskCli([probeCliKind], { program: "probe-cli", io: () => io, ...options })(argv);
   return { code, ...captured };
 };
 
@@ -178,7 +155,7 @@ describe("create -f FILE", () => {
 describe("makeTaskCommands", () => {
   it("gives exactly the commands of the kinds it is given: no EtcdOpsTask snapshot or maintain", () => {
     const { io } = captureTaskIo();
-    expect(Object.keys(makeTaskCommands(() => io, [probes])).sort()).toEqual([
+    expect(Object.keys(makeTaskCommands(() => io, [probeCliKind])).sort()).toEqual([
       "create",
       "delete",
       "describe",

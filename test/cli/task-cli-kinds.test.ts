@@ -7,26 +7,20 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CustomObjectsApi } from "@kubernetes/client-node";
-import * as Schema from "effect/Schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { cliKindOf } from "../../src/cli/task/cli-kind.ts";
 import { etcdCliKind } from "../../src/cli/task/etcd-kind.ts";
 import { makeTaskCommands } from "../../src/cli/task/index.ts";
 import { taskCli } from "../../src/cli/task/task-cli.ts";
 import {
   completed,
-  configMember,
-  configUnion,
-  defineTaskKind,
   failed,
-  ObjectMeta,
   promiseHandler,
   runTaskController,
   type TaskController,
-  TaskStatusSchema,
 } from "../../src/index.ts";
 import { createTestNamespace, useControlPlane } from "../support/cluster.ts";
+import { type Probe, probeCliKind, probeKind } from "../support/probe-kind.ts";
 import { captureTaskIo } from "../support/task-io.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -64,36 +58,6 @@ writeFileSync(
   }),
 );
 const cluster = useControlPlane({ crds: [crdPath] });
-
-const ProbeSchema = Schema.Struct({
-  metadata: ObjectMeta,
-  spec: Schema.Struct({
-    target: Schema.String,
-    ttlSecondsAfterFinished: Schema.Number,
-    config: configUnion({ ping: Schema.Struct({ answer: Schema.String }) }),
-  }),
-  status: Schema.optionalKey(TaskStatusSchema),
-});
-type Probe = typeof ProbeSchema.Type;
-
-const probeKind = defineTaskKind({
-  group,
-  version: "v1",
-  kind: "Probe",
-  plural: "probes",
-  finalizer: `${group}/probe`,
-  vocabulary: { group: "target" },
-  schema: ProbeSchema,
-  ttlSeconds: (task) => task.spec.ttlSecondsAfterFinished,
-  admissionGroup: (task) => task.spec.target,
-  member: (task) => configMember(task.spec.config),
-  status: (task) => task.status,
-});
-
-const probeCliKind = cliKindOf(probeKind, {
-  groupHeader: "TARGET",
-  summary: (task: Probe) => `ping ${task.spec.target}`,
-});
 
 const run = async (args: ReadonlyArray<string>, command = "get") => {
   const { io, captured } = captureTaskIo();
