@@ -1,5 +1,5 @@
 /**
- * A task kind as the task CLI sees it: get, describe, wait and delete work for any `TaskKind` (the
+ * A task kind as the task CLI sees it: get, describe, wait, create and delete work for any `TaskKind` (the
  * flagship's EtcdOpsTask is one instance, src/cli/task/etcd-kind.ts; a kind defined with
  * `defineTaskKind` is another). The CLI reads a task through the kind's own decoder and facts, so the
  * admission group, the TTL and the status mean the same to the CLI as to the controller.
