@@ -59,6 +59,22 @@ describe("an API outage during context.objects.get", () => {
     await sim.dispose();
   });
 
+  it("is one kind of rejection only: any other stays a handler defect and fails the task at its limit", async () => {
+    const forbidden = memberHandlers((task: Chore) => task.spec.config, {
+      sweep: promiseHandler({
+        execute: () => Promise.reject(new Error("reading configmaps/default/hall failed: forbidden")),
+      }),
+      ping: promiseHandler({ execute: () => completed("Pinged") }),
+    });
+    const sim = simulate({ kind: choreKind, handlers: forbidden, handlerDefectLimit: 2 });
+    sim.create(chore);
+    sim.run();
+    await runFor(sim, 60_000);
+    expect(sim.state("a")).toBe("Failed");
+    expect(sim.status("a")?.lastErrors?.at(-1)?.code).toBe("ERR_HANDLER_DEFECT");
+    await sim.dispose();
+  });
+
   it("rejects with ObjectsUnavailable, which names the object", async () => {
     const sim = simulate({ kind: choreKind, handlers: sweepReadingItsRoom() });
     sim.objects.outage("connection refused");
