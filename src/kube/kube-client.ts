@@ -338,6 +338,10 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
       const abort = (): void => {
         if (!response.complete) controller.abort();
       };
+      // One event per line, each at most one object (the apiserver's bound on an object, ~1.5 MiB by
+      // default). readline keeps only the unfinished line and hands each finished one over at once;
+      // the listener parses it and the caller keeps its own bounded copy before the next, so no more
+      // than one event's text and parse are held at a time, however many arrive.
       const lines = createInterface({ input: response, crlfDelay: Number.POSITIVE_INFINITY });
       lines.on("line", (line) => {
         if (done || line.trim() === "") return;
