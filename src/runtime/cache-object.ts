@@ -140,6 +140,10 @@ const keptAnnotations = (annotations: unknown): unknown => {
     const { [lastApplied]: _, ...rest } = annotations;
     return rest;
   }
+  // Most tasks carry only annotations that are kept: no new object for them.
+  let dropped = false;
+  for (const key in annotations) if (!kept.has(key)) dropped = true;
+  if (!dropped) return annotations;
   const rest: Record<string, unknown> = {};
   for (const key of kept) if (Object.hasOwn(annotations, key)) rest[key] = Reflect.get(annotations, key);
   return rest;
