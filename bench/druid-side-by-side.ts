@@ -33,6 +33,7 @@
  * Run: scripts/bench druid-side-by-side [--tasks N] [--rounds R] [--single K] [--delete-tasks D]
  *        [--cache-tasks M] [--idle-seconds S] [--in-flight F] [--sidecar-delay-ms MS]
  *        [--druid-qps Q] [--only druid|opstask] [--cpu-prof DIR] [--opstask-node-options "FLAGS"]
+ *        [--opstask-cli BUNDLE]
  * Defaults: N 1,000, R 2, K 10, D 100, M 10,000, S 60, F 20, MS 0; about 25 minutes on 2 CPUs.
  * The load average is printed at the start and end of the run and beside each phase's progress line.
  * `--cpu-prof DIR` runs opstask with --cpu-prof into DIR (one profile per process, on exit) and takes
@@ -90,6 +91,8 @@ const params = {
   cpuProf: argValue("cpu-prof"),
   /** opstask's NODE_OPTIONS instead of the Deployment's (to compare V8 settings). */
   opstaskNodeOptions: argValue("opstask-node-options"),
+  /** Another bundled opstask CLI (`node scripts/bundle.ts` of another commit), for an A/B. */
+  opstaskCli: argValue("opstask-cli"),
 };
 
 const progress = (line: string): void => {
@@ -161,6 +164,7 @@ const profiling = (which: Which): { nodeArgs?: string[]; nodeOptions?: string } 
   ...(params.opstaskNodeOptions === undefined || which !== "opstask"
     ? {}
     : { nodeOptions: params.opstaskNodeOptions }),
+  ...(params.opstaskCli === undefined || which !== "opstask" ? {} : { opstaskCli: params.opstaskCli }),
 });
 
 const runBurst = async (which: Which, round: number): Promise<void> => {

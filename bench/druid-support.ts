@@ -117,6 +117,8 @@ export interface StartOptions {
   readonly nodeArgs?: readonly string[];
   /** opstask's NODE_OPTIONS instead of the Deployment's. */
   readonly nodeOptions?: string;
+  /** Another bundled opstask CLI than this checkout's. */
+  readonly opstaskCli?: string;
 }
 
 export const userOf = (which: Which): string => (which === "druid" ? druidUser : opstaskUser);
@@ -144,6 +146,7 @@ export const startController = async (
     resolve: options.etcds.map((etcd) => `${etcd}-client.${options.namespace}:*:127.0.0.1`),
     ...(options.nodeArgs === undefined ? {} : { nodeArgs: options.nodeArgs }),
     ...(options.nodeOptions === undefined ? {} : { nodeOptions: options.nodeOptions }),
+    ...(options.opstaskCli === undefined ? {} : { cli: options.opstaskCli }),
   });
   return { which, pid: opstask.pid, lines: opstask.lines, stop: opstask.stop };
 };

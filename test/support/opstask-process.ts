@@ -83,6 +83,8 @@ export interface OpstaskSettings {
   readonly nodeArgs?: readonly string[];
   /** Instead of the Deployment's NODE_OPTIONS (experiments). */
   readonly nodeOptions?: string;
+  /** Another bundled CLI than this checkout's (an A/B with an older commit's bundle). */
+  readonly cli?: string;
   readonly logLevel?: "info" | "debug";
   readonly onLine?: (line: string) => void;
 }
@@ -101,7 +103,9 @@ export const startOpstask = async (
   settings: OpstaskSettings = {},
 ): Promise<RunningOpstask> => {
   // Profiled runs keep function names (the deployed bundle is minified; the code is the same).
-  const cli = await bundledCli(!(settings.nodeArgs ?? []).some((arg) => arg.startsWith("--cpu-prof")));
+  const cli =
+    settings.cli ??
+    (await bundledCli(!(settings.nodeArgs ?? []).some((arg) => arg.startsWith("--cpu-prof"))));
   const token = await plane.serviceAccountToken(opstaskNamespace, opstaskServiceAccount, {
     expirationSeconds: 24 * 3600,
   });
