@@ -33,7 +33,8 @@ export const bulkyTask = (namespace: string, name: string, bytes: number, claime
         ...(claimed ? { [machineVersionAnnotation]: String(machineVersion) } : {}),
       },
     },
-    spec: { etcdName: "etcd-big", config: { onDemandSnapshotCompaction: { image: "" } } },
+    // An Etcd of its own: tasks of one Etcd are admitted one at a time.
+    spec: { etcdName: `etcd-${name}`, config: { onDemandSnapshotCompaction: { image: "" } } },
   };
   const image = "i".repeat(Math.max(1, bytes - JSON.stringify(shell).length));
   return { ...shell, spec: { ...shell.spec, config: { onDemandSnapshotCompaction: { image } } } };
