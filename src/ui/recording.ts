@@ -22,6 +22,7 @@ import { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
 import type { KubeError } from "../kube/errors.ts";
 import type { KubeObject } from "../kube/object.ts";
 import type { Phase, PhaseOutcome } from "../machine/types.ts";
+import { oversizedOf } from "../reconcile/oversized-task.ts";
 import { readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind.ts";
 import type { Activity, CallRecord, WriteRecord } from "./board-records.ts";
 
@@ -35,7 +36,10 @@ export const recordingKind = <Task>(kind: TaskKind<Task>, feed: BoardFeed): Task
   ...kind,
   decode: (object) => {
     const decoded = kind.decode(object);
-    if (!decoded.ok && decoded.failure.metadata !== undefined) {
+    // A stub of a task too large to cache has no spec: the board shows why, not the missing field.
+    const tooLarge = oversizedOf(object) === undefined ? undefined : readFacts(kind, object);
+    if (tooLarge !== undefined) feed.observeFacts(tooLarge, Date.now());
+    else if (!decoded.ok && decoded.failure.metadata !== undefined) {
       const { metadata, status, errors } = decoded.failure;
       feed.observeFacts(
         { metadata, ttlSeconds: kind.defaultTtlSeconds, member: "", status: status ?? {}, invalid: errors },
