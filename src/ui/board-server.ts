@@ -37,7 +37,7 @@ export interface BoardServerOptions {
   /** Default: 32 random bytes. */
   readonly token?: string;
   readonly maxViewers?: number;
-  /** How often changes are sent to viewers (default 200 ms). */
+  /** How long changes are gathered, from the first, before they are sent to viewers (default 200 ms). */
   readonly flushMs?: number;
 }
 
@@ -117,11 +117,17 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
       if (viewer.writableLength > maxBacklogBytes) viewer.destroy();
     }
   };
+  // Changes are batched for `flushMs` from the first one; with nothing changed no timer runs, so an
+  // idle controller with the board on still sleeps (the 15 s ping keeps proxies from closing streams).
+  let flushTimer: NodeJS.Timeout | undefined;
   const unsubscribe = store.onChange((uid) => {
-    if (viewers.size > 0) dirty.add(uid);
+    if (viewers.size === 0) return;
+    dirty.add(uid);
+    flushTimer ??= setTimeout(() => {
+      flushTimer = undefined;
+      flush();
+    }, options.flushMs ?? 200).unref();
   });
-  const flushTimer = setInterval(flush, options.flushMs ?? 200);
-  flushTimer.unref();
   const pingTimer = setInterval(() => broadcast(": ping\n\n"), 15_000);
   pingTimer.unref();
 
@@ -198,7 +204,7 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
       resolve();
     });
   }).catch((error: unknown) => {
-    clearInterval(flushTimer);
+    clearTimeout(flushTimer);
     clearInterval(pingTimer);
     unsubscribe();
     throw error;
@@ -220,7 +226,7 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
     viewers: () => viewers.size,
     stop: () => {
       stopping ??= new Promise<void>((resolve) => {
-        clearInterval(flushTimer);
+        clearTimeout(flushTimer);
         clearInterval(pingTimer);
         unsubscribe();
         for (const viewer of viewers) viewer.destroy();
