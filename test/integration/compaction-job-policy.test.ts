@@ -17,7 +17,6 @@
  */
 import {
   AdmissionregistrationV1Api,
-  ApiException,
   BatchV1Api,
   CoreV1Api,
   type KubeConfig,
@@ -42,6 +41,7 @@ import {
 import { secretObject } from "../etcd/support/fixtures.ts";
 import { useControlPlane } from "../support/cluster.ts";
 import { applyManifests, deployCrdFiles, deployObjects, theOne } from "../support/deploy-manifests.ts";
+import { refusal } from "../support/refusal.ts";
 
 const cluster = useControlPlane({ crds: deployCrdFiles });
 const serviceAccount = "system:serviceaccount:opstask-system:opstask";
@@ -55,16 +55,6 @@ const byTagAndDigest = `${DefaultCompactionImage}@${digest("b")}`;
 
 let admin: KubeConfig;
 let asController: KubeConfig;
-
-const refusal = async (attempt: Promise<unknown>): Promise<{ code: number; message: string }> => {
-  try {
-    await attempt;
-  } catch (error) {
-    if (error instanceof ApiException) return { code: error.code, message: String(error.body) };
-    throw error;
-  }
-  return { code: 0, message: "admitted" };
-};
 
 const admitted = { code: 0, message: "admitted" };
 

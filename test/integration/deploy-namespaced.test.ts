@@ -14,7 +14,6 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import {
-  ApiException,
   AuthorizationV1Api,
   BatchV1Api,
   CoreV1Api,
@@ -30,7 +29,9 @@ import { readControllerOptions } from "../../src/cli/options.ts";
 import { DefaultCompactionImage } from "../../src/etcd/on-demand-snapshot-compaction/job-spec.ts";
 import { repoRoot, useControlPlane } from "../support/cluster.ts";
 import { applyManifests, deployCrdFiles, theOne } from "../support/deploy-manifests.ts";
+import { succeededJobStatus } from "../support/job-succeeded.ts";
 import { type KubeManifest, renderKustomization } from "../support/kustomize.ts";
+import { refusal } from "../support/refusal.ts";
 
 const overlayDir = join(repoRoot, "deploy-namespaced");
 const objects = renderKustomization(overlayDir);
@@ -42,16 +43,6 @@ const watched = readControllerOptions(deploymentArgs, {}).namespaces;
 const unwatched = "etcd-other";
 const serviceAccount = "system:serviceaccount:opstask-system:opstask";
 const druid = { group: "druid.gardener.cloud", version: "v1alpha1" } as const;
-
-const refusal = async (attempt: Promise<unknown>): Promise<{ code: number; message: string }> => {
-  try {
-    await attempt;
-  } catch (error) {
-    if (error instanceof ApiException) return { code: error.code, message: String(error.body) };
-    throw error;
-  }
-  return { code: 0, message: "admitted" };
-};
 
 const canonical = (value: unknown): unknown =>
   Array.isArray(value)
@@ -202,22 +193,7 @@ describe("deploy-namespaced/", () => {
     });
     expect(job.spec?.template.spec?.containers[0]?.image).toBe(DefaultCompactionImage);
     // The Job controller's part (none runs here): the pod succeeded.
-    const now = new Date(Math.floor(Date.now() / 1000) * 1000);
-    const done = {
-      status: "True",
-      reason: "CompletionsReached",
-      lastProbeTime: now,
-      lastTransitionTime: now,
-    };
-    job.status = {
-      startTime: new Date(now.getTime() - 60_000),
-      completionTime: now,
-      succeeded: 1,
-      conditions: [
-        { type: "SuccessCriteriaMet", ...done },
-        { type: "Complete", ...done },
-      ],
-    };
+    job.status = succeededJobStatus();
     await admin
       .makeApiClient(BatchV1Api)
       .replaceNamespacedJobStatus({ namespace: first, name: "compact-a-compact", body: job });

@@ -20,6 +20,7 @@ import { BatchV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/clien
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bulkyTask, createLargestTask, taskStates, tasks } from "../support/bulky-tasks.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
+import { succeededJobStatus } from "../support/job-succeeded.ts";
 import { installOpstask, type RunningOpstask, startOpstask } from "../support/opstask-process.ts";
 import { procSample } from "../support/proc-stats.ts";
 
@@ -167,22 +168,7 @@ describe("tasks of the apiserver's largest size, three times the heap", () => {
       () => batch.readNamespacedJob({ namespace, name: "small-compact" }),
       60_000,
     );
-    const now = new Date(Math.floor(Date.now() / 1000) * 1000);
-    const done = {
-      status: "True",
-      reason: "CompletionsReached",
-      lastProbeTime: now,
-      lastTransitionTime: now,
-    };
-    job.status = {
-      startTime: new Date(now.getTime() - 60_000),
-      completionTime: now,
-      succeeded: 1,
-      conditions: [
-        { type: "SuccessCriteriaMet", ...done },
-        { type: "Complete", ...done },
-      ],
-    };
+    job.status = succeededJobStatus();
     await batch.replaceNamespacedJobStatus({ namespace, name: "small-compact", body: job });
     await waitFor(
       "the small task to succeed",
