@@ -45,6 +45,20 @@ export interface TaskLogger {
   readonly error: (message: string, fields?: Readonly<Record<string, unknown>>) => void;
 }
 
+/**
+ * Writes to the task the call is for, and only to it: its own annotations, where a handler keeps what
+ * it must find again in a later call (resumable steps, library/steps). Progress kept anywhere else
+ * would outlive the task or be read by the next one.
+ */
+export interface OwnTask {
+  /**
+   * A merge patch of the task's `metadata.annotations` (`null` removes a key). It is refused, and the
+   * Promise rejects, when the object under the task's name is no longer the task of this call (another
+   * UID) or is gone; an API outage rejects with `ObjectsUnavailable`.
+   */
+  readonly annotate: (annotations: Readonly<Record<string, string | null>>) => Promise<void>;
+}
+
 export interface HandlerContext {
   readonly phase: Phase;
   /**
@@ -63,6 +77,13 @@ export interface HandlerContext {
    * Execute ran (the call may still finish; its result is discarded), or the controller stops.
    */
   readonly signal: AbortSignal;
+  /**
+   * The task's own annotations, for progress a handler keeps across calls (library/steps). Both
+   * drivers give it; a context made by hand (`handlerContext()`) has it only when the test passes one.
+   */
+  readonly ownTask?: OwnTask;
+  /** The time now, in ms since the epoch: the controller's clock, the fake clock under `simulate()`. */
+  readonly clock?: () => number;
 }
 
 /** A handler context whose member's config is typed (see `memberHandlers`). */

@@ -21,7 +21,12 @@ import * as Layer from "effect/Layer";
 import * as ManagedRuntime from "effect/ManagedRuntime";
 import type { TaskState, TaskStatus } from "../api/status.ts";
 import { supportedMembers } from "../handlers/handler.ts";
-import { type HandlerContext, type ObjectResource, taskLogKeys } from "../handlers/handler-context.ts";
+import {
+  type HandlerContext,
+  type ObjectResource,
+  type OwnTask,
+  taskLogKeys,
+} from "../handlers/handler-context.ts";
 import { MemoryApiServer, type WatchEvent } from "../interpreters/memory/api-server.ts";
 import { FakeClock } from "../interpreters/memory/clock.ts";
 import {
@@ -254,6 +259,8 @@ export const simulate = <Task, R = never, Spec = unknown>(
       signal: info.signal,
       log: { debug: line("debug"), info: line("info"), warn: line("warn"), error: line("error") },
       objects,
+      ownTask: ownTaskOf(metadata),
+      clock: () => clock.now(),
       events: {
         record: (eventType, reason, note) =>
           void controller.events.push({
@@ -267,6 +274,21 @@ export const simulate = <Task, R = never, Spec = unknown>(
       },
     };
   };
+
+  /** As on a cluster: a merge patch of the task's annotations, refused once another UID holds its name. */
+  const ownTaskOf = (metadata: TaskFacts["metadata"]): OwnTask => ({
+    annotate: async (annotations) => {
+      const current = server.get(metadata.namespace, metadata.name);
+      if (!current.ok) throw new Error(current.error.message);
+      const uid = isObject(current.value.metadata) ? current.value.metadata.uid : undefined;
+      if (uid !== metadata.uid)
+        throw new Error(
+          `Precondition failed: UID in precondition: ${metadata.uid}, UID in object meta: ${String(uid)}`,
+        );
+      const written = server.patch(metadata.namespace, metadata.name, { metadata: { annotations } });
+      if (!written.ok) throw new Error(written.error.message);
+    },
+  });
 
   const behaviour = (facts: TaskFacts, phase: Phase, info: CallInfo): Behaviour => {
     // The controller records the call just before it asks for the behaviour.

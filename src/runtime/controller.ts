@@ -230,6 +230,7 @@ export const runController = <Task, R>(
           client,
           objects,
           signal: abort.signal,
+          resource: kind.resource,
         },
         services,
         recorder,

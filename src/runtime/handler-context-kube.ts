@@ -10,12 +10,14 @@ import type {
   HandlerContext,
   ObjectGetter,
   ObjectResource,
+  OwnTask,
   TaskLogger,
 } from "../handlers/handler-context.ts";
 import { taskLogKeys } from "../handlers/handler-context.ts";
 import { ObjectsUnavailable } from "../handlers/objects-unavailable.ts";
 import type { EventRecorder, EventSubject } from "../interpreters/kubernetes/event-recorder.ts";
 import { apiPath } from "../kube/api-path.ts";
+import { mergePatch } from "../kube/client.ts";
 import { ApiCallError, type KubeClient } from "../kube/kube-client.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { Phase } from "../machine/types.ts";
@@ -62,7 +64,42 @@ export interface KubeCallContext {
   readonly client: KubeClient;
   readonly objects: KubeObjectGetter;
   readonly signal: AbortSignal;
+  /** The task's resource: with it the call may annotate its own task (`ownTask`). */
+  readonly resource?: ObjectResource;
 }
+
+/**
+ * Annotations of the task itself, as a merge patch that carries the task's UID: the apiserver refuses
+ * a patch whose `metadata.uid` differs from the stored object's (a namesake created since), so a late
+ * call never writes its progress onto another task.
+ */
+export const kubeOwnTask = (
+  client: KubeClient,
+  resource: ObjectResource,
+  subject: EventSubject,
+  signal?: AbortSignal,
+): OwnTask => ({
+  annotate: async (annotations) => {
+    const path = apiPath(resource, subject.namespace, subject.name);
+    try {
+      await client.request(
+        {
+          method: "PATCH",
+          path,
+          contentType: mergePatch,
+          body: { metadata: { uid: subject.uid, annotations } },
+        },
+        signal,
+      );
+    } catch (error) {
+      const status = error instanceof ApiCallError ? error.statusCode : 0;
+      const reason = error instanceof Error ? error.message : String(error);
+      if (status === 0 || status === 429 || status >= 500)
+        throw new ObjectsUnavailable(path, `annotating ${path} failed: ${reason}`, { cause: error });
+      throw new Error(`annotating ${path} failed: ${reason}`, { cause: error });
+    }
+  },
+});
 
 /** The context of one handler call, over the services of the controller's fiber. */
 export const kubeHandlerContext = (
@@ -94,5 +131,9 @@ export const kubeHandlerContext = (
     },
     kube: call.client,
     signal: call.signal,
+    ...(call.resource === undefined
+      ? {}
+      : { ownTask: kubeOwnTask(call.client, call.resource, call.subject, call.signal) }),
+    clock: Date.now,
   };
 };
