@@ -38,6 +38,7 @@ export {
 export { etcdOpsTaskKind } from "./etcd/api/etcdopstask-kind.ts";
 export type { HandlerRegistry, TaskHandler, TaskPhase } from "./handlers/handler.ts";
 export type {
+  OwnTask,
   HandlerContext,
   MemberContext,
   ObjectGetter,
@@ -86,6 +87,17 @@ export {
 } from "./library/member-handlers.ts";
 export { completed, failed, retry } from "./library/outcome.ts";
 export { type PromiseHandler, type PromisePhase, promiseHandler } from "./library/promise-handler.ts";
+export {
+  type PromiseStep,
+  promiseStep,
+  type Step,
+  type StepAnswer,
+  type StepStop,
+  type StepWait,
+} from "./library/steps/step.ts";
+export { StepErrorCodes } from "./library/steps/step-errors.ts";
+export { type StepAnnotations, stepAnnotations } from "./library/steps/step-progress.ts";
+export { type StepsHandlerOptions, stepAnnotationNames, stepsHandler } from "./library/steps/steps-handler.ts";
 export {
   type LeaderElectionOptions,
   type LifecycleTiming,

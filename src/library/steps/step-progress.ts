@@ -1,0 +1,112 @@
+/**
+ * Where a resumable task's progress lives: annotations on the task itself, never on another object
+ * (so a new task always starts at step 1, and the progress goes with its task). Annotations, not
+ * status: a CRD whose status schema prunes unknown fields (etcd-druid's EtcdOpsTask) keeps them, and
+ * the lifecycle stays the only writer of the status.
+ *
+ * - `<prefix>-last-completed-step`: the name of the last step whose run and wait both finished;
+ * - `<prefix>-wait-start`: RFC 3339, when the wait of the next step began (its run finished): its
+ *   deadline counts from here, across restarts;
+ * - `<prefix>-last-undone-step`: during Cleanup of a failed task, the last step whose undo finished;
+ * - `<prefix>-task-uid`: the UID of the task that wrote them. A task created from a copy of another's
+ *   manifest (`kubectl get -o yaml`, edited, created again) carries its annotations but not its UID:
+ *   its progress is ignored and it starts at step 1. (Progress without this key, as etcd-druid writes
+ *   it, is taken as the task's own.)
+ *
+ * Whoever may edit the task may edit these, as they may delete it; a name this handler does not know
+ * fails the task instead of guessing where to resume.
+ */
+
+export interface StepAnnotations {
+  readonly lastCompletedStep: string;
+  readonly waitStart: string;
+  readonly lastUndoneStep: string;
+  readonly taskUid: string;
+}
+
+/** The three annotation names under `prefix` (e.g. `druid.gardener.cloud/quorum-recovery`). */
+export const stepAnnotations = (prefix: string): StepAnnotations => ({
+  lastCompletedStep: `${prefix}-last-completed-step`,
+  waitStart: `${prefix}-wait-start`,
+  lastUndoneStep: `${prefix}-last-undone-step`,
+  taskUid: `${prefix}-task-uid`,
+});
+
+export interface StepProgress {
+  /** Index of the last completed step; -1 before the first. */
+  readonly lastCompleted: number;
+  /** When the wait of step `lastCompleted + 1` began (ms since the epoch), once its run finished. */
+  readonly waitStart?: number;
+  /** Index of the last step undone (Cleanup walks down from the last step that ran). */
+  readonly lastUndone?: number;
+}
+
+export const noProgress: StepProgress = { lastCompleted: -1 };
+
+export type ProgressRead =
+  | { readonly ok: true; readonly progress: StepProgress }
+  | { readonly ok: false; readonly problem: string };
+
+const stepIndex = (names: ReadonlyArray<string>, key: string, value: string | undefined) => {
+  if (value === undefined) return { ok: true as const, index: undefined };
+  const index = names.indexOf(value);
+  return index === -1
+    ? {
+        ok: false as const,
+        problem: `annotation ${key} names step "${value}", which this task does not have (steps: ${names.join(", ")}); remove the annotation to start again at step 1, or name a step`,
+      }
+    : { ok: true as const, index };
+};
+
+/** Reads the progress from a task's annotations. */
+export const readProgress = (
+  annotations: { readonly [key: string]: string } | undefined,
+  keys: StepAnnotations,
+  names: ReadonlyArray<string>,
+  uid: string,
+): ProgressRead => {
+  const writer = annotations?.[keys.taskUid];
+  if (writer !== undefined && writer !== uid) return { ok: true, progress: noProgress };
+  const completed = stepIndex(names, keys.lastCompletedStep, annotations?.[keys.lastCompletedStep]);
+  if (!completed.ok) return completed;
+  const undone = stepIndex(names, keys.lastUndoneStep, annotations?.[keys.lastUndoneStep]);
+  if (!undone.ok) return undone;
+  const waitText = annotations?.[keys.waitStart];
+  const waitStart = waitText === undefined ? undefined : Date.parse(waitText);
+  return {
+    ok: true,
+    progress: {
+      lastCompleted: completed.index ?? -1,
+      // An unreadable time restarts the wait rather than ending it.
+      ...(waitStart === undefined || Number.isNaN(waitStart) ? {} : { waitStart }),
+      ...(undone.index === undefined ? {} : { lastUndone: undone.index }),
+    },
+  };
+};
+
+/** The annotation values of `progress` (null removes), as `ownTask.annotate` takes them. */
+export const progressAnnotations = (
+  progress: StepProgress,
+  keys: StepAnnotations,
+  names: ReadonlyArray<string>,
+  uid: string,
+): Record<string, string | null> => ({
+  [keys.taskUid]: uid,
+  [keys.lastCompletedStep]: progress.lastCompleted < 0 ? null : (names[progress.lastCompleted] ?? null),
+  [keys.waitStart]: progress.waitStart === undefined ? null : rfc3339(progress.waitStart),
+  [keys.lastUndoneStep]: progress.lastUndone === undefined ? null : (names[progress.lastUndone] ?? null),
+});
+
+/** RFC 3339 in whole seconds, as Kubernetes writes times (and etcd-druid its wait-start). */
+export const rfc3339 = (ms: number): string =>
+  `${new Date(Math.floor(ms / 1000) * 1000).toISOString().slice(0, 19)}Z`;
+
+/** Progress only moves forward: later steps, then a started wait, then undos (downwards). */
+const rank = (progress: StepProgress, stepCount: number): number =>
+  (progress.lastUndone === undefined ? 0 : (stepCount - progress.lastUndone) * 4 * stepCount) +
+  (progress.lastCompleted + 1) * 2 +
+  (progress.waitStart === undefined ? 0 : 1);
+
+/** The further of two reads of one task's progress (the task as cached, and what this process wrote). */
+export const furthest = (a: StepProgress, b: StepProgress | undefined, stepCount: number): StepProgress =>
+  b !== undefined && rank(b, stepCount) > rank(a, stepCount) ? b : a;

@@ -1,0 +1,231 @@
+/**
+ * `stepsHandler`: a task handler made of ordered, named steps that resumes where it stopped.
+ *
+ * Execute does one step per call: it reads the progress from the task's own annotations
+ * (step-progress.ts), runs the next step's `run`, waits for its `until` (polling, each step with its
+ * own deadline), records the step's completion on the task, records an Event (`StepCompleted`), and
+ * answers `retry` with `Step n/N <name>: …` as the description, so `lastOperation.description` shows
+ * where the task is and the next call does the next step. The last step's completion completes the
+ * phase. Cleanup of a Failed task runs the `undo` of every step whose run finished, in reverse,
+ * recording each (`StepUndone`).
+ *
+ * What a crash or a lost write costs: a step whose completion was recorded never runs again; one that
+ * ran without its completion being recorded runs again (the step author's contract: step.ts). A task
+ * never reads another object's progress, so a second task of the same kind starts at step 1.
+ */
+import * as Effect from "effect/Effect";
+import type { TaskHandler } from "../../handlers/handler.ts";
+import type { HandlerContext, OwnTask } from "../../handlers/handler-context.ts";
+import type { PhaseOutcome } from "../../machine/types.ts";
+import type { TaskKind } from "../../reconcile/task-kind.ts";
+import { completed, failed, retry } from "../outcome.ts";
+import type { Step, StepStop } from "./step.ts";
+import { StepErrorCodes } from "./step-errors.ts";
+import {
+  furthest,
+  progressAnnotations,
+  readProgress,
+  type StepAnnotations,
+  type StepProgress,
+  stepAnnotations,
+} from "./step-progress.ts";
+
+export interface StepsHandlerOptions<Task, R, Context extends HandlerContext> {
+  /** The steps, in order; names unique. */
+  readonly steps: ReadonlyArray<Step<Task, R, Context>>;
+  /**
+   * Where the progress is recorded: an annotation prefix (`example.dev/rollout` gives
+   * `example.dev/rollout-last-completed-step`, `-wait-start`, `-last-undone-step`, `-task-uid`), or the names.
+   * Name them in the kind's `cachedMetadata.annotations` (`stepAnnotationNames`): the controller's
+   * cache keeps no other annotation.
+   */
+  readonly progress: string | StepAnnotations;
+  /** Admission (preconditions only). Default: admitted. */
+  readonly admit?: (task: Task, context: Context) => Effect.Effect<PhaseOutcome, never, R>;
+  /** After the undos (or for a task that did not fail). Default: nothing more to clean up. */
+  readonly cleanup?: (task: Task, context: Context) => Effect.Effect<PhaseOutcome, never, R>;
+  /** The description of the completed phase (default `All <N> steps completed`). */
+  readonly completed?: string;
+  /** Default poll interval of waits (5 s). */
+  readonly pollMs?: number;
+}
+
+/** The annotations a steps handler with `progress` writes, for `cachedMetadata.annotations`. */
+export const stepAnnotationNames = (progress: string | StepAnnotations): ReadonlyArray<string> => {
+  const keys = typeof progress === "string" ? stepAnnotations(progress) : progress;
+  return [keys.lastCompletedStep, keys.waitStart, keys.lastUndoneStep, keys.taskUid];
+};
+
+const defaultPollMs = 5000;
+
+const withLabel = (label: string, stop: StepStop): StepStop => ({
+  ...stop,
+  description: `${label}: ${stop.description}`,
+});
+
+/**
+ * The handler. `kind` tells it the task's identity and state (Cleanup undoes only a Failed task).
+ * Step names must be unique: a duplicate is a programming error, thrown here.
+ */
+export const stepsHandler = <Task, R = never, Context extends HandlerContext = HandlerContext>(
+  kind: TaskKind<Task>,
+  options: StepsHandlerOptions<Task, R, Context>,
+): TaskHandler<Task, R, Context> => {
+  const { steps } = options;
+  const names = steps.map((step) => step.name);
+  const duplicate = names.find((name, index) => names.indexOf(name) !== index);
+  if (duplicate !== undefined) throw new Error(`stepsHandler: step name "${duplicate}" is used twice`);
+  if (steps.length === 0) throw new Error("stepsHandler: no steps");
+  const keys = typeof options.progress === "string" ? stepAnnotations(options.progress) : options.progress;
+  const count = steps.length;
+  const label = (index: number) => `Step ${index + 1}/${count} ${names[index]}`;
+  // What this process wrote, by task UID: the cache may not have seen our last write yet when the
+  // next call comes (read-your-writes). Only successful writes land here; finished tasks leave.
+  const written = new Map<string, StepProgress>();
+
+  const read = (task: Task): { readonly uid: string; readonly read: ReturnType<typeof readProgress> } => {
+    const { metadata } = kind.facts(task);
+    const stored = readProgress(metadata.annotations, keys, names, metadata.uid);
+    return {
+      uid: metadata.uid,
+      read: stored.ok
+        ? { ok: true, progress: furthest(stored.progress, written.get(metadata.uid), count) }
+        : stored,
+    };
+  };
+
+  const record = (ownTask: OwnTask, uid: string, progress: StepProgress, doing: string) =>
+    Effect.promise(() =>
+      ownTask.annotate(progressAnnotations(progress, keys, names, uid)).then(
+        () => {
+          written.set(uid, progress);
+          return undefined;
+        },
+        (error: unknown) =>
+          retry(`${doing}: recording progress failed`, {
+            error: {
+              code: StepErrorCodes.progressWrite,
+              message: `recording progress on the task failed (${doing})`,
+              cause: error instanceof Error ? error.message : String(error),
+            },
+          }),
+      ),
+    );
+
+  const unsupported = failed("Steps cannot record progress", {
+    code: StepErrorCodes.unsupported,
+    message: "this handler context cannot annotate its task (context.ownTask is missing)",
+  });
+  const unknownProgress = (problem: string) =>
+    failed("Step progress on the task is not readable", {
+      code: StepErrorCodes.progressUnknown,
+      message: problem,
+    });
+
+  const execute = (task: Task, context: Context): Effect.Effect<PhaseOutcome, never, R> =>
+    Effect.gen(function* () {
+      const { ownTask } = context;
+      if (ownTask === undefined) return unsupported;
+      const { uid, read: progressRead } = read(task);
+      if (!progressRead.ok) return unknownProgress(progressRead.problem);
+      const progress = progressRead.progress;
+      const index = progress.lastCompleted + 1;
+      const now = () => context.clock?.() ?? Date.now();
+      if (index >= count) {
+        written.delete(uid);
+        return completed(options.completed ?? `All ${count} steps completed`);
+      }
+      const step = steps[index] as Step<Task, R, Context>;
+      const here = label(index);
+      let waitStart = progress.waitStart;
+      if (waitStart === undefined) {
+        if (step.run !== undefined) {
+          const stop = yield* step.run(task, context);
+          if (stop !== undefined) return withLabel(here, stop);
+        }
+        if (step.until !== undefined) {
+          waitStart = now();
+          const failure = yield* record(
+            ownTask,
+            uid,
+            { lastCompleted: progress.lastCompleted, waitStart },
+            here,
+          );
+          if (failure !== undefined) return failure;
+        }
+      }
+      if (step.until !== undefined && waitStart !== undefined) {
+        const answer = yield* step.until.check(task, context);
+        if (answer !== true) {
+          if (answer !== false) return withLabel(here, answer);
+          const deadline =
+            typeof step.until.deadlineMs === "function"
+              ? step.until.deadlineMs(task, context)
+              : step.until.deadlineMs;
+          const waited = now() - waitStart;
+          if (deadline !== undefined && waited >= deadline) {
+            context.events.record(
+              "Warning",
+              "StepDeadlineExceeded",
+              `${here} did not finish within ${seconds(deadline)}`,
+            );
+            written.delete(uid);
+            return failed(`${here}: did not finish within ${seconds(deadline)}`, {
+              code: StepErrorCodes.deadlineExceeded,
+              message: `step ${index + 1}/${count} ${step.name} did not finish within ${seconds(deadline)}`,
+              cause: `${step.until.waiting ?? "waiting"} for ${seconds(waited)}`,
+            });
+          }
+          const poll = step.until.pollMs ?? options.pollMs ?? defaultPollMs;
+          return retry(`${here}: ${step.until.waiting ?? "waiting"}`, {
+            afterMs: deadline === undefined ? poll : Math.max(1, Math.min(poll, deadline - waited)),
+          });
+        }
+      }
+      const failure = yield* record(ownTask, uid, { lastCompleted: index }, here);
+      if (failure !== undefined) return failure;
+      context.events.record("Normal", "StepCompleted", `${here} completed`);
+      if (index + 1 < count) return retry(`${here}: done`, { afterMs: 0 });
+      written.delete(uid);
+      return completed(options.completed ?? `All ${count} steps completed`);
+    });
+
+  const cleanup = (task: Task, context: Context): Effect.Effect<PhaseOutcome, never, R> =>
+    Effect.gen(function* () {
+      const finish = () =>
+        options.cleanup === undefined ? Effect.succeed(undefined) : options.cleanup(task, context);
+      const { uid, read: progressRead } = read(task);
+      if (kind.facts(task).status.state !== "Failed") {
+        written.delete(uid);
+        return (yield* finish()) ?? completed("Nothing to undo");
+      }
+      const { ownTask } = context;
+      if (ownTask === undefined) return unsupported;
+      if (!progressRead.ok) return unknownProgress(progressRead.problem);
+      const progress = progressRead.progress;
+      // Every step whose run finished: the completed ones, and the one whose wait began.
+      const ran = progress.waitStart === undefined ? progress.lastCompleted : progress.lastCompleted + 1;
+      let undone = 0;
+      for (let index = (progress.lastUndone ?? ran + 1) - 1; index >= 0; index--) {
+        const step = steps[index] as Step<Task, R, Context>;
+        if (step.undo === undefined) continue;
+        const here = `Undo of step ${index + 1}/${count} ${step.name}`;
+        const stop = yield* step.undo(task, context);
+        if (stop !== undefined) return withLabel(here, stop);
+        const failure = yield* record(ownTask, uid, { ...progress, lastUndone: index }, here);
+        if (failure !== undefined) return failure;
+        context.events.record("Normal", "StepUndone", `${here} finished`);
+        undone += 1;
+      }
+      written.delete(uid);
+      return (yield* finish()) ?? completed(undone === 0 ? "Nothing to undo" : `Undid ${undone} steps`);
+    });
+
+  return {
+    admit: options.admit ?? (() => Effect.succeed(completed("Admitted"))),
+    execute,
+    cleanup,
+  };
+};
+
+const seconds = (ms: number): string => `${Math.round(ms / 1000)}s`;
