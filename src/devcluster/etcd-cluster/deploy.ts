@@ -1,0 +1,127 @@
+// Creates the lab's etcd cluster (manifests.ts) on a cluster, waits for its members, and writes the
+// Etcd's status as druid's Etcd controller would once they are Ready (the handlers admit a task only
+// for a Ready Etcd). With `dryRun` every object goes through the apiserver's validation and
+// admission (server-side dry run) and nothing is stored: the manifests can be checked before a node
+// runs pods.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { configMap, type EtcdClusterSpec, etcdObject, secrets, services, statefulSet } from "./manifests.ts";
+
+const etcds = { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" };
+
+export interface AppliedEtcdCluster {
+  readonly uid: string;
+}
+
+/** Creates (or, with dryRun, validates) every object of the cluster; returns the Etcd's UID. */
+export const applyEtcdCluster = async (
+  kubeConfig: KubeConfig,
+  spec: EtcdClusterSpec,
+  options: { readonly dryRun?: boolean } = {},
+): Promise<AppliedEtcdCluster> => {
+  const dryRun = options.dryRun === true ? { dryRun: "All" } : {};
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const apps = kubeConfig.makeApiClient(AppsV1Api);
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const namespace = spec.namespace;
+  for (const secret of secrets(spec))
+    await core.createNamespacedSecret({ namespace, body: secret, ...dryRun });
+  const created = (await custom.createNamespacedCustomObject({
+    ...etcds,
+    namespace,
+    body: etcdObject(spec),
+    ...dryRun,
+  })) as { metadata?: { uid?: string } };
+  const uid = created.metadata?.uid ?? "";
+  if (uid === "") throw new Error(`the apiserver returned Etcd ${namespace}/${spec.name} without a UID`);
+  await core.createNamespacedConfigMap({ namespace, body: configMap(spec, uid), ...dryRun });
+  for (const service of services(spec, uid))
+    await core.createNamespacedService({ namespace, body: service, ...dryRun });
+  await apps.createNamespacedStatefulSet({ namespace, body: statefulSet(spec, uid), ...dryRun });
+  return { uid };
+};
+
+/** Creates the host directories the pods mount (the store's bucket and the data parent). */
+export const prepareHostDirectories = (spec: EtcdClusterSpec): void => {
+  mkdirSync(join(spec.storeHostPath, spec.storeContainer), { recursive: true, mode: 0o755 });
+  mkdirSync(spec.dataHostPath, { recursive: true, mode: 0o755 });
+};
+
+/** Where the sidecars' Local store keeps snapshots on the host: `<hostPath>/<container>/<prefix>/v2`. */
+export const snapshotDirectory = (spec: EtcdClusterSpec): string =>
+  join(spec.storeHostPath, spec.storeContainer, spec.storePrefix, "v2");
+
+const describePod = (pod: V1Pod): string => {
+  const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+  const containers = statuses
+    .map((status) => {
+      const state = status.state?.waiting ?? status.state?.terminated;
+      const why = state === undefined ? "running" : `${state.reason ?? "?"} ${state.message ?? ""}`.trim();
+      return `${status.name}: ${status.ready ? "ready" : why} (restarts ${status.restartCount})`;
+    })
+    .join("; ");
+  return `${pod.metadata?.name ?? "?"} ${pod.status?.phase ?? "?"} [${containers}]`;
+};
+
+/** Waits until the StatefulSet's pods are all Ready; on timeout the error describes every pod. */
+export const waitForMembers = async (
+  kubeConfig: KubeConfig,
+  spec: EtcdClusterSpec,
+  timeoutMs: number,
+): Promise<void> => {
+  const apps = kubeConfig.makeApiClient(AppsV1Api);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const set = await apps.readNamespacedStatefulSet({ namespace: spec.namespace, name: spec.name });
+    if ((set.status?.readyReplicas ?? 0) === spec.replicas) return;
+    if (Date.now() > deadline) {
+      const pods = await core.listNamespacedPod({
+        namespace: spec.namespace,
+        labelSelector: `app.kubernetes.io/part-of=${spec.name}`,
+      });
+      throw new Error(
+        `etcd cluster ${spec.namespace}/${spec.name}: ${set.status?.readyReplicas ?? 0}/${spec.replicas} members Ready after ${timeoutMs} ms: ${pods.items.map(describePod).join(" | ")}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+};
+
+/** The status druid's Etcd controller writes for a healthy cluster: Ready, all members ready, backup ready. */
+export const markEtcdReady = async (kubeConfig: KubeConfig, spec: EtcdClusterSpec): Promise<void> => {
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  const condition = (type: string, reason: string, message: string) => ({
+    type,
+    status: "True",
+    reason,
+    message,
+    lastTransitionTime: now,
+    lastUpdateTime: now,
+  });
+  await custom.patchNamespacedCustomObjectStatus({
+    ...etcds,
+    namespace: spec.namespace,
+    name: spec.name,
+    body: [
+      {
+        op: "add",
+        path: "/status",
+        value: {
+          conditions: [
+            condition("Ready", "Quorate", "The majority of ETCD members is ready"),
+            condition("AllMembersReady", "AllMembersReady", "All members are ready"),
+            condition("BackupReady", "BackupSucceeded", "Snapshot backup succeeded"),
+          ],
+          ready: true,
+          replicas: spec.replicas,
+          readyReplicas: spec.replicas,
+          currentReplicas: spec.replicas,
+          observedGeneration: 1,
+        },
+      },
+    ],
+  });
+};

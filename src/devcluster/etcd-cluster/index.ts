@@ -1,0 +1,70 @@
+// A 3-member etcd cluster with etcd-backup-restore sidecars on the lab node, laid out as etcd-druid
+// lays one out (manifests.ts says where and why it differs):
+//
+//   const spec = labEtcdClusterSpec({ name: "etcd-main", namespace, dir, images });
+//   const cluster = await startEtcdCluster(kubeConfig, spec, { timeoutMs: 120_000 });
+//   cluster.snapshotDir      // the Local store's snapshots on the host
+//
+// `dir` is a host directory the caller owns (and removes): the store's bucket and the members' data.
+import { join } from "node:path";
+import type { KubeConfig } from "@kubernetes/client-node";
+import {
+  type AppliedEtcdCluster,
+  applyEtcdCluster,
+  markEtcdReady,
+  prepareHostDirectories,
+  snapshotDirectory,
+  waitForMembers,
+} from "./deploy.ts";
+import type { EtcdClusterImages, EtcdClusterSpec } from "./manifests.ts";
+import { makeEtcdClusterPki } from "./pki.ts";
+
+export { applyEtcdCluster, markEtcdReady, snapshotDirectory, waitForMembers } from "./deploy.ts";
+export type { EtcdClusterImages, EtcdClusterSpec } from "./manifests.ts";
+export type { EtcdClusterPki, PemPair } from "./pki.ts";
+
+export interface LabEtcdClusterOptions {
+  readonly name: string;
+  readonly namespace: string;
+  /** Host directory for the store (`<dir>/backup-buckets`) and the members' data (`<dir>/etcd-data`). */
+  readonly dir: string;
+  readonly images: EtcdClusterImages;
+  readonly replicas?: number;
+  /** Default 1h: events stay buffered for an on-demand delta snapshot. */
+  readonly deltaSnapshotPeriod?: string;
+}
+
+/** The spec of a lab cluster: druid's store layout, new TLS material, 3 members. */
+export const labEtcdClusterSpec = (options: LabEtcdClusterOptions): EtcdClusterSpec => ({
+  name: options.name,
+  namespace: options.namespace,
+  replicas: options.replicas ?? 3,
+  images: options.images,
+  storeHostPath: join(options.dir, "backup-buckets"),
+  storeContainer: "bucket",
+  storePrefix: `${options.namespace}--${options.name}/etcd-main`,
+  dataHostPath: join(options.dir, "etcd-data"),
+  deltaSnapshotPeriod: options.deltaSnapshotPeriod ?? "1h",
+  pki: makeEtcdClusterPki(options.name, options.namespace),
+});
+
+export interface RunningEtcdCluster extends AppliedEtcdCluster {
+  readonly spec: EtcdClusterSpec;
+  readonly snapshotDir: string;
+  /** Wall time from the first object created to the Etcd marked Ready, in ms. */
+  readonly readyMs: number;
+}
+
+/** Creates the cluster, waits for every member, and marks the Etcd Ready. */
+export const startEtcdCluster = async (
+  kubeConfig: KubeConfig,
+  spec: EtcdClusterSpec,
+  options: { readonly timeoutMs?: number } = {},
+): Promise<RunningEtcdCluster> => {
+  const started = Date.now();
+  prepareHostDirectories(spec);
+  const applied = await applyEtcdCluster(kubeConfig, spec);
+  await waitForMembers(kubeConfig, spec, options.timeoutMs ?? 180_000);
+  await markEtcdReady(kubeConfig, spec);
+  return { ...applied, spec, snapshotDir: snapshotDirectory(spec), readyMs: Date.now() - started };
+};

@@ -1,0 +1,490 @@
+// The objects of a multi-member etcd cluster laid out as etcd-druid lays one out for an Etcd
+// (druid's internal/component: statefulset, clientservice, peerservice, configmap), so that the
+// EtcdOpsTask handlers meet what they meet under druid:
+//
+//   Etcd <etcd>                 druid.gardener.cloud/v1alpha1, client and backup TLS, a Local store
+//   StatefulSet <etcd>          controlled by the Etcd; per pod `etcd` + `backup-restore` containers,
+//                               volumes named as druid names them (`backup-restore-ca` is the one the
+//                               snapshot handler reads its CA from), Parallel pod management
+//   Service <etcd>-client       ClusterIP: client 2379, server 2380, backuprestore 8080
+//   Service <etcd>-peer         headless, publishNotReadyAddresses: the members' DNS names
+//   ConfigMap <etcd>-config     etcd.conf.yaml in druid's format (the sidecar reads it)
+//   Secrets                     <etcd>-ca (bundle.crt), <etcd>-server-tls, <etcd>-client-tls,
+//                               <etcd>-backup-restore-server-tls, <etcd>-backup (the store's hostPath)
+//
+// Where this differs from druid, and why:
+// - etcd runs directly from its own image with flags, not under etcd-wrapper (which fetches its
+//   configuration from the sidecar); the sidecar runs with --use-etcd-wrapper=false. The flags are
+//   the ones druid's etcd.conf.yaml holds for the member.
+// - The readiness probe asks etcd's plain metrics listener (:2381 /health): with client-cert-auth the
+//   kubelet cannot probe the client port, and there is no wrapper port.
+// - Data lives on a hostPath (one directory per pod, subPathExpr) instead of a PVC: the lab node has
+//   no volume provisioner. It survives a pod's deletion as a PVC would.
+// - Snapshot and member lease renewal are off (they need the sidecar to reach the kube-apiserver).
+// - Peers talk plain HTTP (druid's `peerUrlTls` is optional); client and backup-restore traffic is TLS.
+// - The gRPC gateway is on (`spec.etcd.enableGRPCGateway: true`): the maintenance handler uses it.
+import type {
+  V1ConfigMap,
+  V1Container,
+  V1OwnerReference,
+  V1Secret,
+  V1Service,
+  V1StatefulSet,
+  V1Volume,
+} from "@kubernetes/client-node";
+import { stringify } from "yaml";
+import type { EtcdClusterPki } from "./pki.ts";
+
+export const ClientPort = 2379;
+export const PeerPort = 2380;
+export const BackupRestorePort = 8080;
+/** etcd's plain listener for /health and /metrics, probed by the kubelet. */
+export const MetricsPort = 2381;
+export const CADataKey = "bundle.crt";
+export const NonRootUser = 65532;
+
+export interface EtcdClusterImages {
+  readonly etcd: string;
+  readonly etcdbrctl: string;
+  /** A busybox image: the init containers that hand the hostPath directories to user 65532. */
+  readonly busybox: string;
+}
+
+export interface EtcdClusterSpec {
+  readonly name: string;
+  readonly namespace: string;
+  readonly replicas: number;
+  readonly images: EtcdClusterImages;
+  /** Host directory of the Local store's buckets (the store secret's `hostPath`). */
+  readonly storeHostPath: string;
+  /** `spec.backup.store.container`: the bucket, a directory under storeHostPath. */
+  readonly storeContainer: string;
+  readonly storePrefix: string;
+  /** Host directory holding one data directory per pod. */
+  readonly dataHostPath: string;
+  /** `--delta-snapshot-period` of the sidecars (a Go duration; a long one keeps events for an on-demand delta). */
+  readonly deltaSnapshotPeriod: string;
+  readonly pki: EtcdClusterPki;
+}
+
+export const secretNames = (name: string) => ({
+  ca: `${name}-ca`,
+  etcdServer: `${name}-server-tls`,
+  etcdClient: `${name}-client-tls`,
+  backupRestoreServer: `${name}-backup-restore-server-tls`,
+  store: `${name}-backup`,
+});
+
+/** druid's default labels of everything it makes for an Etcd. */
+export const defaultLabels = (name: string): Record<string, string> => ({
+  "app.kubernetes.io/managed-by": "etcd-druid",
+  "app.kubernetes.io/part-of": name,
+});
+
+const podLabels = (name: string): Record<string, string> => ({
+  ...defaultLabels(name),
+  "app.kubernetes.io/component": "etcd-statefulset",
+  "app.kubernetes.io/name": name,
+});
+
+const peerHost = (spec: EtcdClusterSpec, pod: string) => `${pod}.${spec.name}-peer.${spec.namespace}.svc`;
+const podNames = (spec: EtcdClusterSpec) =>
+  Array.from({ length: spec.replicas }, (_, i) => `${spec.name}-${i}`);
+
+/** The Etcd object (without status), as a user or Gardener writes it for druid. */
+export const etcdObject = (spec: EtcdClusterSpec) => {
+  const secrets = secretNames(spec.name);
+  const tls = (server: string) => ({
+    tlsCASecretRef: { name: secrets.ca, dataKey: CADataKey },
+    serverTLSSecretRef: { name: server },
+    clientTLSSecretRef: { name: secrets.etcdClient },
+  });
+  return {
+    apiVersion: "druid.gardener.cloud/v1alpha1",
+    kind: "Etcd",
+    metadata: { name: spec.name, namespace: spec.namespace, labels: { app: spec.name } },
+    spec: {
+      replicas: spec.replicas,
+      labels: { app: spec.name },
+      etcd: {
+        image: spec.images.etcd,
+        clientPort: ClientPort,
+        serverPort: PeerPort,
+        enableGRPCGateway: true,
+        clientUrlTls: tls(secrets.etcdServer),
+      },
+      backup: {
+        image: spec.images.etcdbrctl,
+        port: BackupRestorePort,
+        store: {
+          provider: "Local",
+          container: spec.storeContainer,
+          prefix: spec.storePrefix,
+          secretRef: { name: secrets.store },
+        },
+        tls: tls(secrets.backupRestoreServer),
+        deltaSnapshotPeriod: spec.deltaSnapshotPeriod,
+      },
+    },
+  };
+};
+
+const tlsSecret = (
+  spec: EtcdClusterSpec,
+  name: string,
+  pair: { certPem: string; keyPem: string },
+): V1Secret => ({
+  apiVersion: "v1",
+  kind: "Secret",
+  metadata: { name, namespace: spec.namespace, labels: defaultLabels(spec.name) },
+  type: "kubernetes.io/tls",
+  stringData: { "tls.crt": pair.certPem, "tls.key": pair.keyPem },
+});
+
+export const secrets = (spec: EtcdClusterSpec): V1Secret[] => {
+  const names = secretNames(spec.name);
+  return [
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: names.ca, namespace: spec.namespace, labels: defaultLabels(spec.name) },
+      type: "Opaque",
+      stringData: { [CADataKey]: spec.pki.ca.certPem },
+    },
+    tlsSecret(spec, names.etcdServer, spec.pki.etcdServer),
+    tlsSecret(spec, names.etcdClient, spec.pki.etcdClient),
+    tlsSecret(spec, names.backupRestoreServer, spec.pki.backupRestoreServer),
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: names.store, namespace: spec.namespace, labels: defaultLabels(spec.name) },
+      type: "Opaque",
+      stringData: { hostPath: spec.storeHostPath },
+    },
+  ];
+};
+
+const owner = (spec: EtcdClusterSpec, uid: string): V1OwnerReference => ({
+  apiVersion: "druid.gardener.cloud/v1alpha1",
+  kind: "Etcd",
+  name: spec.name,
+  uid,
+  controller: true,
+  blockOwnerDeletion: true,
+});
+
+export const services = (spec: EtcdClusterSpec, etcdUid: string): V1Service[] => {
+  const selector = { ...defaultLabels(spec.name), "app.kubernetes.io/component": "etcd-statefulset" };
+  const port = (name: string, number: number) => ({
+    name,
+    protocol: "TCP",
+    port: number,
+    targetPort: number,
+  });
+  return [
+    {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        name: `${spec.name}-client`,
+        namespace: spec.namespace,
+        labels: {
+          ...defaultLabels(spec.name),
+          "app.kubernetes.io/name": `${spec.name}-client`,
+          "app.kubernetes.io/component": "etcd-client-service",
+        },
+        ownerReferences: [owner(spec, etcdUid)],
+      },
+      spec: {
+        type: "ClusterIP",
+        sessionAffinity: "None",
+        selector,
+        ports: [
+          port("client", ClientPort),
+          port("server", PeerPort),
+          port("backuprestore", BackupRestorePort),
+        ],
+      },
+    },
+    {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        name: `${spec.name}-peer`,
+        namespace: spec.namespace,
+        labels: {
+          ...defaultLabels(spec.name),
+          "app.kubernetes.io/name": `${spec.name}-peer`,
+          "app.kubernetes.io/component": "etcd-peer-service",
+        },
+        ownerReferences: [owner(spec, etcdUid)],
+      },
+      spec: {
+        type: "ClusterIP",
+        clusterIP: "None",
+        sessionAffinity: "None",
+        publishNotReadyAddresses: true,
+        selector,
+        ports: [port("peer", PeerPort)],
+      },
+    },
+  ];
+};
+
+const Paths = {
+  data: "/var/etcd/data",
+  config: "/var/etcd/config",
+  ca: "/var/etcd/ssl/ca",
+  server: "/var/etcd/ssl/server",
+  client: "/var/etcd/ssl/client",
+  backupRestoreCA: "/var/etcdbr/ssl/ca",
+  backupRestoreServer: "/var/etcdbr/ssl/server",
+  backupRestoreClient: "/var/etcdbr/ssl/client",
+  home: "/home/nonroot",
+} as const;
+
+/** etcd.conf.yaml as druid's configmap component writes it (the sidecar reads the member's URLs from it). */
+export const etcdConfigYaml = (spec: EtcdClusterSpec): string => {
+  const pods = podNames(spec);
+  const urls = (scheme: string, port: number) =>
+    Object.fromEntries(pods.map((pod) => [pod, [`${scheme}://${peerHost(spec, pod)}:${port}`]]));
+  return stringify({
+    name: "etcd-config",
+    "data-dir": `${Paths.data}/new.etcd`,
+    metrics: "basic",
+    "snapshot-count": 10000,
+    "enable-grpc-gateway": true,
+    "quota-backend-bytes": 8 * 1024 * 1024 * 1024,
+    "initial-cluster-token": "etcd-cluster",
+    "initial-cluster-state": "new",
+    "initial-cluster": pods.map((pod) => `${pod}=http://${peerHost(spec, pod)}:${PeerPort}`).join(","),
+    "auto-compaction-mode": "periodic",
+    "auto-compaction-retention": "30m",
+    "listen-peer-urls": `http://0.0.0.0:${PeerPort}`,
+    "listen-client-urls": `https://0.0.0.0:${ClientPort}`,
+    "initial-advertise-peer-urls": urls("http", PeerPort),
+    "advertise-client-urls": urls("https", ClientPort),
+    "client-transport-security": {
+      "cert-file": `${Paths.server}/tls.crt`,
+      "key-file": `${Paths.server}/tls.key`,
+      "client-cert-auth": true,
+      "trusted-ca-file": `${Paths.ca}/${CADataKey}`,
+      "auto-tls": false,
+    },
+  });
+};
+
+export const configMap = (spec: EtcdClusterSpec, etcdUid: string): V1ConfigMap => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: {
+    name: `${spec.name}-config`,
+    namespace: spec.namespace,
+    labels: {
+      ...defaultLabels(spec.name),
+      "app.kubernetes.io/name": `${spec.name}-config`,
+      "app.kubernetes.io/component": "etcd-configmap",
+    },
+    ownerReferences: [owner(spec, etcdUid)],
+  },
+  data: { "etcd.conf.yaml": etcdConfigYaml(spec) },
+});
+
+const podNameEnv = { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } };
+const podNamespaceEnv = {
+  name: "POD_NAMESPACE",
+  valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
+};
+
+const etcdContainer = (spec: EtcdClusterSpec): V1Container => {
+  const pods = podNames(spec);
+  const self = `$(POD_NAME).${spec.name}-peer.${spec.namespace}.svc`;
+  return {
+    name: "etcd",
+    image: spec.images.etcd,
+    imagePullPolicy: "Never",
+    // The member's lines of etcd.conf.yaml as flags; $(POD_NAME) is expanded by the kubelet.
+    args: [
+      "--name=$(POD_NAME)",
+      `--data-dir=${Paths.data}/new.etcd`,
+      `--listen-client-urls=https://0.0.0.0:${ClientPort}`,
+      `--advertise-client-urls=https://${self}:${ClientPort}`,
+      `--listen-peer-urls=http://0.0.0.0:${PeerPort}`,
+      `--initial-advertise-peer-urls=http://${self}:${PeerPort}`,
+      `--initial-cluster=${pods.map((pod) => `${pod}=http://${peerHost(spec, pod)}:${PeerPort}`).join(",")}`,
+      "--initial-cluster-state=new",
+      "--initial-cluster-token=etcd-cluster",
+      `--listen-metrics-urls=http://0.0.0.0:${MetricsPort}`,
+      "--client-cert-auth=true",
+      `--trusted-ca-file=${Paths.ca}/${CADataKey}`,
+      `--cert-file=${Paths.server}/tls.crt`,
+      `--key-file=${Paths.server}/tls.key`,
+      "--enable-grpc-gateway=true",
+      "--snapshot-count=10000",
+      "--auto-compaction-mode=periodic",
+      "--auto-compaction-retention=30m",
+      "--quota-backend-bytes=8589934592",
+    ],
+    env: [podNameEnv],
+    ports: [
+      { name: "server", containerPort: PeerPort, protocol: "TCP" },
+      { name: "client", containerPort: ClientPort, protocol: "TCP" },
+    ],
+    readinessProbe: {
+      httpGet: { path: "/health", port: MetricsPort, scheme: "HTTP" },
+      periodSeconds: 2,
+      failureThreshold: 5,
+    },
+    resources: { requests: { cpu: "50m", memory: "128Mi" } },
+    securityContext: { allowPrivilegeEscalation: false },
+    volumeMounts: [
+      { name: spec.name, mountPath: Paths.data, subPathExpr: "$(POD_NAME)" },
+      { name: "etcd-ca", mountPath: Paths.ca },
+      { name: "etcd-server-tls", mountPath: Paths.server },
+      { name: "etcd-client-tls", mountPath: Paths.client },
+      { name: "backup-restore-ca", mountPath: Paths.backupRestoreCA },
+    ],
+  };
+};
+
+const backupRestoreContainer = (spec: EtcdClusterSpec): V1Container => ({
+  name: "backup-restore",
+  image: spec.images.etcdbrctl,
+  imagePullPolicy: "Never",
+  // druid's flags (statefulset builder), with the differences named at the top of this file.
+  args: [
+    "server",
+    `--server-port=${BackupRestorePort}`,
+    "--enable-snapshot-lease-renewal=false",
+    "--storage-provider=Local",
+    `--store-prefix=${spec.storePrefix}`,
+    `--delta-snapshot-period=${spec.deltaSnapshotPeriod}`,
+    "--delta-snapshot-memory-limit=104857600",
+    "--garbage-collection-policy=LimitBased",
+    "--max-backups=7",
+    "--compress-snapshots=false",
+    "--compression-policy=gzip",
+    "--etcd-snapshot-timeout=15m",
+    "--etcd-defrag-timeout=15m",
+    "--auto-compaction-mode=periodic",
+    "--auto-compaction-retention=30m",
+    `--cacert=${Paths.ca}/${CADataKey}`,
+    `--cert=${Paths.client}/tls.crt`,
+    `--key=${Paths.client}/tls.key`,
+    "--insecure-transport=false",
+    "--insecure-skip-tls-verify=false",
+    `--endpoints=https://${spec.name}-local:${ClientPort}`,
+    `--service-endpoints=https://${spec.name}-client:${ClientPort}`,
+    `--server-cert=${Paths.backupRestoreServer}/tls.crt`,
+    `--server-key=${Paths.backupRestoreServer}/tls.key`,
+    `--data-dir=${Paths.data}/new.etcd`,
+    `--restoration-temp-snapshots-dir=${Paths.data}/restoration.temp`,
+    `--snapstore-temp-directory=${Paths.data}/temp`,
+    "--etcd-connection-timeout=5m",
+    "--use-etcd-wrapper=false",
+    "--enable-member-lease-renewal=false",
+  ],
+  env: [podNameEnv, podNamespaceEnv, { name: "STORAGE_CONTAINER", value: spec.storeContainer }],
+  ports: [{ name: "server", containerPort: BackupRestorePort, protocol: "TCP" }],
+  resources: { requests: { cpu: "50m", memory: "128Mi" } },
+  securityContext: { allowPrivilegeEscalation: false },
+  volumeMounts: [
+    { name: spec.name, mountPath: Paths.data, subPathExpr: "$(POD_NAME)" },
+    { name: "etcd-config-file", mountPath: Paths.config },
+    { name: "backup-restore-server-tls", mountPath: Paths.backupRestoreServer },
+    { name: "etcd-ca", mountPath: Paths.ca },
+    { name: "etcd-client-tls", mountPath: Paths.client },
+    { name: "local-backup", mountPath: `${Paths.home}/${spec.storeContainer}` },
+  ],
+});
+
+/** druid's init container for a Local store, and the same for the data directory (a hostPath here). */
+const initContainers = (spec: EtcdClusterSpec): V1Container[] => {
+  const bucket = `${Paths.home}/${spec.storeContainer}`;
+  const chown = (name: string, path: string): V1Container => ({
+    name,
+    image: spec.images.busybox,
+    imagePullPolicy: "Never",
+    command: ["chown", "-R", `${NonRootUser}:${NonRootUser}`, path],
+    securityContext: { allowPrivilegeEscalation: false, runAsUser: 0, runAsGroup: 0, runAsNonRoot: false },
+  });
+  return [
+    {
+      ...chown("change-permissions", Paths.data),
+      env: [podNameEnv],
+      volumeMounts: [{ name: spec.name, mountPath: Paths.data, subPathExpr: "$(POD_NAME)" }],
+    },
+    {
+      ...chown("change-backup-bucket-permissions", bucket),
+      volumeMounts: [{ name: "local-backup", mountPath: bucket }],
+    },
+  ];
+};
+
+const secretVolume = (name: string, secretName: string): V1Volume => ({
+  name,
+  secret: { secretName, defaultMode: 0o640 },
+});
+
+export const statefulSet = (spec: EtcdClusterSpec, etcdUid: string): V1StatefulSet => {
+  const names = secretNames(spec.name);
+  return {
+    apiVersion: "apps/v1",
+    kind: "StatefulSet",
+    metadata: {
+      name: spec.name,
+      namespace: spec.namespace,
+      labels: { ...podLabels(spec.name) },
+      ownerReferences: [owner(spec, etcdUid)],
+    },
+    spec: {
+      replicas: spec.replicas,
+      selector: { matchLabels: defaultLabels(spec.name) },
+      serviceName: `${spec.name}-peer`,
+      podManagementPolicy: "Parallel",
+      updateStrategy: { type: "RollingUpdate" },
+      template: {
+        metadata: { labels: { app: spec.name, ...podLabels(spec.name) } },
+        spec: {
+          hostAliases: [{ ip: "127.0.0.1", hostnames: [`${spec.name}-local`] }],
+          shareProcessNamespace: true,
+          enableServiceLinks: false,
+          automountServiceAccountToken: false,
+          initContainers: initContainers(spec),
+          containers: [etcdContainer(spec), backupRestoreContainer(spec)],
+          securityContext: {
+            runAsUser: NonRootUser,
+            runAsGroup: NonRootUser,
+            runAsNonRoot: true,
+            fsGroup: NonRootUser,
+            fsGroupChangePolicy: "OnRootMismatch",
+          },
+          volumes: [
+            { name: spec.name, hostPath: { path: spec.dataHostPath, type: "DirectoryOrCreate" } },
+            {
+              name: "etcd-config-file",
+              configMap: {
+                name: `${spec.name}-config`,
+                items: [{ key: "etcd.conf.yaml", path: "etcd.conf.yaml" }],
+                defaultMode: 0o640,
+              },
+            },
+            secretVolume("etcd-ca", names.ca),
+            secretVolume("etcd-server-tls", names.etcdServer),
+            secretVolume("etcd-client-tls", names.etcdClient),
+            secretVolume("backup-restore-ca", names.ca),
+            secretVolume("backup-restore-server-tls", names.backupRestoreServer),
+            secretVolume("backup-restore-client-tls", names.etcdClient),
+            {
+              name: "local-backup",
+              hostPath: {
+                path: `${spec.storeHostPath.replace(/\/+$/, "")}/${spec.storeContainer}`,
+                type: "DirectoryOrCreate",
+              },
+            },
+          ],
+        },
+      },
+    },
+  };
+};
