@@ -38,11 +38,11 @@ export {
 export { etcdOpsTaskKind } from "./etcd/api/etcdopstask-kind.ts";
 export type { HandlerRegistry, TaskHandler, TaskPhase } from "./handlers/handler.ts";
 export type {
-  OwnTask,
   HandlerContext,
   MemberContext,
   ObjectGetter,
   ObjectResource,
+  OwnTask,
   TaskEventRecorder,
   TaskLogger,
 } from "./handlers/handler-context.ts";
@@ -88,17 +88,6 @@ export {
 export { completed, failed, retry } from "./library/outcome.ts";
 export { type PromiseHandler, type PromisePhase, promiseHandler } from "./library/promise-handler.ts";
 export {
-  type PromiseStep,
-  promiseStep,
-  type Step,
-  type StepAnswer,
-  type StepStop,
-  type StepWait,
-} from "./library/steps/step.ts";
-export { StepErrorCodes } from "./library/steps/step-errors.ts";
-export { type StepAnnotations, stepAnnotations } from "./library/steps/step-progress.ts";
-export { type StepsHandlerOptions, stepAnnotationNames, stepsHandler } from "./library/steps/steps-handler.ts";
-export {
   type LeaderElectionOptions,
   type LifecycleTiming,
   type LogLevel,
@@ -112,6 +101,21 @@ export {
 } from "./library/run-task-controller.ts";
 export type { ServicesOption } from "./library/services-option.ts";
 export type { StartFailure } from "./library/start-checks.ts";
+export {
+  type PromiseStep,
+  promiseStep,
+  type StepAnswer,
+  type StepStop,
+  type StepWait,
+  type TaskStep,
+} from "./library/steps/step.ts";
+export { StepErrorCodes } from "./library/steps/step-errors.ts";
+export { type StepAnnotations, stepAnnotations } from "./library/steps/step-progress.ts";
+export {
+  type StepsHandlerOptions,
+  stepAnnotationNames,
+  stepsHandler,
+} from "./library/steps/steps-handler.ts";
 export { machineVersion, type TaskMachine, taskMachine } from "./machine/task-machine.ts";
 export type {
   DuplicatePolicy,

@@ -12,7 +12,7 @@ import { type Chore, choreKind } from "../library/new-kind/chore-kind.ts";
 export const stepNames = ["Prepare", "ScaleDown", "DeleteVolumes", "WaitReady", "ScaleOut"] as const;
 export type StepName = (typeof stepNames)[number];
 export const progressPrefix = "house.opstask.dev/chore";
-export const deadlines: Partial<Record<StepName, number>> = { ScaleDown: 60_000, WaitReady: 120_000 };
+export const deadlines = { ScaleDown: 60_000, WaitReady: 120_000 } as const;
 
 export interface Fault {
   /** 0-based index of the progress write. */

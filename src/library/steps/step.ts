@@ -34,7 +34,7 @@ export interface StepWait<Task, R = never, Context extends HandlerContext = Hand
   readonly waiting?: string;
 }
 
-export interface Step<Task, R = never, Context extends HandlerContext = HandlerContext> {
+export interface TaskStep<Task, R = never, Context extends HandlerContext = HandlerContext> {
   /** Unique within the handler, and stable: it is what the task records (CamelCase, `ScaleDown`). */
   readonly name: string;
   /** The change; idempotent (see above). Absent for a step that only waits. */
@@ -75,12 +75,12 @@ const lift =
     });
 
 /**
- * A `Step` from plain functions (no Effect). A function that throws is a handler defect (logged,
+ * A `TaskStep` from plain functions (no Effect). A function that throws is a handler defect (logged,
  * retried, the phase's Nth defect ends it), as in `promiseHandler`.
  */
 export const promiseStep = <Task, Context extends HandlerContext = HandlerContext>(
   step: PromiseStep<Task, Context>,
-): Step<Task, never, Context> => ({
+): TaskStep<Task, never, Context> => ({
   name: step.name,
   ...(step.run === undefined ? {} : { run: lift(step.run) }),
   ...(step.undo === undefined ? {} : { undo: lift(step.undo) }),

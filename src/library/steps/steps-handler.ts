@@ -19,7 +19,7 @@ import type { HandlerContext, OwnTask } from "../../handlers/handler-context.ts"
 import type { PhaseOutcome } from "../../machine/types.ts";
 import type { TaskKind } from "../../reconcile/task-kind.ts";
 import { completed, failed, retry } from "../outcome.ts";
-import type { Step, StepStop } from "./step.ts";
+import type { StepStop, TaskStep } from "./step.ts";
 import { StepErrorCodes } from "./step-errors.ts";
 import {
   furthest,
@@ -32,7 +32,7 @@ import {
 
 export interface StepsHandlerOptions<Task, R, Context extends HandlerContext> {
   /** The steps, in order; names unique. */
-  readonly steps: ReadonlyArray<Step<Task, R, Context>>;
+  readonly steps: ReadonlyArray<TaskStep<Task, R, Context>>;
   /**
    * Where the progress is recorded: an annotation prefix (`example.dev/rollout` gives
    * `example.dev/rollout-last-completed-step`, `-wait-start`, `-last-undone-step`, `-task-uid`), or the names.
@@ -135,7 +135,7 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
         written.delete(uid);
         return completed(options.completed ?? `All ${count} steps completed`);
       }
-      const step = steps[index] as Step<Task, R, Context>;
+      const step = steps[index] as TaskStep<Task, R, Context>;
       const here = label(index);
       let waitStart = progress.waitStart;
       if (waitStart === undefined) {
@@ -207,7 +207,7 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
       const ran = progress.waitStart === undefined ? progress.lastCompleted : progress.lastCompleted + 1;
       let undone = 0;
       for (let index = (progress.lastUndone ?? ran + 1) - 1; index >= 0; index--) {
-        const step = steps[index] as Step<Task, R, Context>;
+        const step = steps[index] as TaskStep<Task, R, Context>;
         if (step.undo === undefined) continue;
         const here = `Undo of step ${index + 1}/${count} ${step.name}`;
         const stop = yield* step.undo(task, context);
