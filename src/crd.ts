@@ -6,6 +6,7 @@
  * exact CRD form is an error naming its field and the fix, never left out silently.
  */
 export type { CelRule, OpenApiSchema } from "./api/crd/openapi.ts";
+export { crdYaml } from "./library/crd/crd-yaml.ts";
 export { celRule, withDefault } from "./library/crd/schema-annotations.ts";
 export { type StructuralResult, structuralSchema } from "./library/crd/structural-schema.ts";
 export {

@@ -1,9 +1,12 @@
 /**
- * `opstask/testing`: run a task kind's handlers without a cluster. `simulate` drives the real
- * lifecycle against an in-memory apiserver with a fake clock (crashes, hangs, recorded writes and
- * Events); `SimulatedController`, `MemoryApiServer` and `FakeClock` are the parts underneath, for
- * tests that drive the controller step by step. Nothing here is needed in production, so the
- * library's entry (`opstask`) does not load it.
+ * `opstask/testing`: test a task kind's handlers.
+ * - Without a cluster: `simulate` drives the real lifecycle against an in-memory apiserver with a
+ *   fake clock (crashes, hangs, recorded writes and Events); `SimulatedController`, `MemoryApiServer`
+ *   and `FakeClock` are the parts underneath, for tests that drive the controller step by step.
+ * - On a real API server: `startControlPlane` runs kube-apiserver and etcd locally (envtest's
+ *   recipe), installs CRDs, applies RBAC and gives kubeconfigs and ServiceAccount tokens. Its code
+ *   (and `@kubernetes/client-node`, which it needs) loads only when it is called.
+ * Nothing here is needed in production, so the library's entry (`opstask`) does not load it.
  */
 export { MemoryApiServer, type WatchEvent } from "./interpreters/memory/api-server.ts";
 export { FakeClock } from "./interpreters/memory/clock.ts";
@@ -19,6 +22,13 @@ export {
 } from "./interpreters/memory/controller.ts";
 export { MemoryObjects } from "./interpreters/memory/memory-objects.ts";
 export { handlerContext } from "./library/handler-context-of.ts";
+export {
+  type ControlPlane,
+  type ControlPlaneOptions,
+  type CrdSource,
+  type ServiceAccountOptions,
+  startControlPlane,
+} from "./library/harness/control-plane.ts";
 export {
   type CallContext,
   type Hang,

@@ -1,16 +1,15 @@
 /**
- * The backup-verify operator end to end: its CRD on a real kube-apiserver, `runTaskController` with
- * the real handler, and backups served by a local HTTP server.
+ * The backup-verify operator end to end: its CRD on a real kube-apiserver (`startControlPlane` from
+ * `opstask/testing`), `runTaskController` with the real handler, and backups served by a local HTTP
+ * server. Only the package's public entries are used, so this file runs as it is in an operator's own
+ * project (the tarball test does exactly that).
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { fileURLToPath } from "node:url";
-import { CustomObjectsApi, EventsV1Api, type KubeConfig } from "@kubernetes/client-node";
 import * as Layer from "effect/Layer";
-import { runTaskController, type TaskController, type TaskStatus } from "opstask";
+import { type KubeClient, runTaskController, type TaskController, type TaskStatus } from "opstask";
+import { type ControlPlane, startControlPlane } from "opstask/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestNamespace, useControlPlane } from "../../test/support/cluster.ts";
-import { waitFor } from "../../test/support/wait.ts";
 import {
   ApiVersion,
   backupVerificationKind,
@@ -20,13 +19,12 @@ import {
   Plural,
   Version,
 } from "./backup-verification.ts";
+import { backupVerificationCrd } from "./crd.ts";
 import { downloadPolicyLayer } from "./download-policy.ts";
 import { httpDownloaderLayer } from "./downloader-http.ts";
 import { sha256 } from "./downloader-memory.ts";
 import { handlers } from "./handlers.ts";
 
-const cluster = useControlPlane({ crds: [fileURLToPath(new URL("./crd.yaml", import.meta.url))] });
-const resource = { group: Group, version: Version, plural: Plural };
 const backup = "nightly backup contents";
 
 interface Stored {
@@ -35,9 +33,25 @@ interface Stored {
   readonly status?: TaskStatus;
 }
 
-describe("backup-verify on a real API server", () => {
-  let kc: KubeConfig;
-  let api: CustomObjectsApi;
+/** Polls `probe` until it returns a value; fails after `timeoutMs` naming what it waited for. */
+const waitFor = async <A>(
+  what: string,
+  probe: () => Promise<A | undefined>,
+  timeoutMs = 30_000,
+): Promise<A> => {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+};
+
+// Each test waits for the controller (up to 30 s), longer than vitest's default of 5 s.
+describe("backup-verify on a real API server", { timeout: 60_000 }, () => {
+  let plane: ControlPlane;
+  let api: KubeClient;
   let namespace: string;
   let controller: TaskController;
   let server: Server;
@@ -50,10 +64,11 @@ describe("backup-verify on a real API server", () => {
 
   const create = (name: string, path: string, expected = sha256(backup), ttl = 2) =>
     createAt(name, `${base}${path}`, expected, ttl);
+  const tasks = () => `/apis/${Group}/${Version}/namespaces/${namespace}/${Plural}`;
   const createAt = (name: string, url: string, expected = sha256(backup), ttl = 2) =>
-    api.createNamespacedCustomObject({
-      ...resource,
-      namespace,
+    api.request({
+      method: "POST",
+      path: tasks(),
       body: {
         apiVersion: ApiVersion,
         kind: Kind,
@@ -66,9 +81,10 @@ describe("backup-verify on a real API server", () => {
     });
   const read = async (name: string): Promise<Stored | undefined> => {
     try {
-      return (await api.getNamespacedCustomObject({ ...resource, namespace, name })) as Stored;
-    } catch {
-      return undefined;
+      return (await api.request({ method: "GET", path: `${tasks()}/${name}` })).body as Stored;
+    } catch (error) {
+      if ((error as { readonly statusCode?: number }).statusCode === 404) return undefined;
+      throw error;
     }
   };
   const reaches = (name: string, state: string) =>
@@ -79,7 +95,9 @@ describe("backup-verify on a real API server", () => {
   const gone = (name: string) =>
     waitFor(`${name} to be deleted`, async () => ((await read(name)) === undefined ? true : undefined));
 
+  // The hook's bound covers a first run, which builds kube-apiserver and etcd (10-20 min, once).
   beforeAll(async () => {
+    plane = await startControlPlane({ crds: [backupVerificationCrd] });
     outside = createServer((request, response) => {
       outsideRequests.push(request.url ?? "");
       response.end(backup);
@@ -102,24 +120,24 @@ describe("backup-verify on a real API server", () => {
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     // The controller's own configuration (main.ts reads it from BACKUP_VERIFY_ALLOWED_HOSTS/_MAX_BYTES).
     const policy = downloadPolicyLayer({ allowedHosts: [base.slice("http://".length)], maxBytes: 64 * 1024 });
-    kc = cluster().makeKubeConfig();
-    api = kc.makeApiClient(CustomObjectsApi);
-    namespace = await createTestNamespace(kc, "backup-verify");
+    api = plane.kubeClient();
+    namespace = await plane.createNamespace("backup-verify");
     controller = await runTaskController({
       kind: backupVerificationKind,
       handlers,
       services: httpDownloaderLayer.pipe(Layer.provideMerge(policy)),
-      kubeConfig: kc,
+      kubeConfig: plane.kubeClient(),
       namespace,
       timing: { backoffCapMs: 1_000, requeueIntervalMs: 1_000 },
       logLevel: "warn",
       ui: "127.0.0.1:0",
     });
-  });
+  }, 30 * 60_000);
   afterAll(async () => {
     await controller?.stop();
     await new Promise<void>((resolve) => server?.close(() => resolve()));
     await new Promise<void>((resolve) => outside?.close(() => resolve()));
+    await plane?.stop();
   });
 
   it("verifies a good backup, records it in druid's status shape, and deletes the task after its TTL", async () => {
@@ -138,8 +156,11 @@ describe("backup-verify on a real API server", () => {
     expect(done.status?.startedAt).toBeDefined();
     expect(done.status?.lastTransitionTime).toBeDefined();
     const events = await waitFor("the Succeeded event", async () => {
-      const list = await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace });
-      const reasons = list.items
+      const { body } = await api.request({
+        method: "GET",
+        path: `/apis/events.k8s.io/v1/namespaces/${namespace}/events`,
+      });
+      const reasons = (body as { items: Array<{ regarding?: { name?: string }; reason?: string }> }).items
         .filter((event) => event.regarding?.name === "nightly")
         .map((event) => event.reason);
       return reasons.includes("Succeeded") ? reasons : undefined;
@@ -170,7 +191,7 @@ describe("backup-verify on a real API server", () => {
     await create("missing", "/missing.tar", sha256(backup), 3600);
     const failed = await reaches("missing", "Failed");
     expect(failed.status?.lastErrors?.[0]?.code).toBe("ERR_DOWNLOAD_REFUSED");
-    await api.deleteNamespacedCustomObject({ ...resource, namespace, name: "missing" });
+    await api.request({ method: "DELETE", path: `${tasks()}/missing` });
     await gone("missing");
     expect(controller.stats().handlerCalls).toBeGreaterThanOrEqual(3);
   });

@@ -13,6 +13,8 @@ export interface ImportGraph {
   readonly packages: ReadonlyMap<string, string>;
   /** Packages some file imports statically (`import … from`), i.e. loaded as soon as that file is. */
   readonly staticPackages: ReadonlySet<string>;
+  /** The local files loaded as soon as the entries are: reached through static imports only. */
+  readonly staticFiles: ReadonlySet<string>;
 }
 
 const importPattern =
@@ -22,21 +24,30 @@ export const importGraph = (entries: ReadonlyArray<string>): ImportGraph => {
   const files = new Set<string>();
   const packages = new Map<string, string>();
   const staticPackages = new Set<string>();
-  const pending = [...entries];
-  for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
-    if (files.has(file)) continue;
+  const staticFiles = new Set<string>();
+  // Each file with whether a chain of static imports from an entry reaches it; static first.
+  const pending: Array<{ readonly file: string; readonly atOnce: boolean }> = entries.map((file) => ({
+    file,
+    atOnce: true,
+  }));
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { file, atOnce } = next;
+    if (files.has(file) && (!atOnce || staticFiles.has(file))) continue;
     files.add(file);
+    if (atOnce) staticFiles.add(file);
     for (const match of readFileSync(file, "utf8").matchAll(importPattern)) {
       const specifier = match[1] ?? match[2];
       if (specifier === undefined) continue;
-      if (specifier.startsWith(".")) pending.push(resolve(dirname(file), specifier));
+      const isStatic = match[1] !== undefined;
+      if (specifier.startsWith("."))
+        pending.push({ file: resolve(dirname(file), specifier), atOnce: atOnce && isStatic });
       else {
         if (!packages.has(specifier)) packages.set(specifier, file);
-        if (match[1] !== undefined) staticPackages.add(specifier);
+        if (isStatic) staticPackages.add(specifier);
       }
     }
   }
-  return { files, packages, staticPackages };
+  return { files, packages, staticPackages, staticFiles };
 };
 
 /** `effect/Schema` → `effect`, `@scope/name/x` → `@scope/name`; `node:` builtins stay as they are. */

@@ -7,12 +7,15 @@
  * - run its own task CLI (`opstask/cli`, a separate entry that may load CLI code);
  * - run it in simulation (`opstask/testing`);
  * - generate its CRD with the installed `opstask crd`, and run it against a real kube-apiserver.
+ * And examples/backup-verify as its own project would hold it: type-checked against the installed
+ * package, and its real-API-server test run with vitest through `opstask/testing`'s control plane
+ * (which builds nothing here: the binaries are in the shared cache).
  */
 import { execFile, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { promisify } from "node:util";
+import { promisify, stripVTControlCharacters } from "node:util";
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
@@ -25,6 +28,8 @@ const manifest = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")
   readonly devDependencies: Record<string, string>;
 };
 const exampleFiles = ["greeting.ts", "handlers.ts", "simulation.ts", "main.ts", "cli.ts"];
+/** examples/backup-verify, copied whole: it imports only the package's public entries. */
+const backupVerify = join(repoRoot, "examples", "backup-verify");
 const libraryEntries = ["index.js", "testing.js", "crd.js"];
 /** Packages only CLI commands use; a library user must not load them. */
 const cliOnlyPackages = ["@statelyai/inspect", "ws"];
@@ -34,6 +39,8 @@ const cliOnlyPackages = ["@statelyai/inspect", "ws"];
  */
 const onDemandPackages = ["@viz-js/viz"];
 const cliOnlyFolders = ["cli", "devcluster", "inspect"];
+/** `opstask/testing` loads the local control plane only when `startControlPlane` is called. */
+const onDemandFolders = new Map([["testing.js", ["devcluster"]]]);
 
 const work = mkdtempSync(join(tmpdir(), "opstask-tarball-"));
 const project = join(work, "greeting-operator");
@@ -51,7 +58,7 @@ const projectTsconfig = {
     verbatimModuleSyntax: true,
     types: ["node"],
   },
-  include: ["*.ts"],
+  include: ["*.ts", "backup-verify/*.ts"],
 };
 
 beforeAll(async () => {
@@ -70,8 +77,13 @@ beforeAll(async () => {
   for (const file of exampleFiles) {
     copyFileSync(join(repoRoot, "examples", "getting-started", file), join(project, file));
   }
-  const typesNode = `@types/node@${manifest.devDependencies["@types/node"]}`;
-  await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, typesNode], {
+  cpSync(backupVerify, join(project, "backup-verify"), { recursive: true });
+  // What an operator's project adds to test on a real API server: vitest, and client-node, which
+  // startControlPlane loads.
+  const devDependencies = ["@types/node", "vitest", "@kubernetes/client-node"].map(
+    (name) => `${name}@${manifest.devDependencies[name]}`,
+  );
+  await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, ...devDependencies], {
     cwd: project,
     timeout: 240_000,
     maxBuffer: 16 << 20,
@@ -81,7 +93,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe("the packed library in a fresh project", () => {
-  it("type-checks the getting-started operator under strict with skipLibCheck off", async () => {
+  it("type-checks the getting-started and backup-verify operators under strict with skipLibCheck off", async () => {
     const tsc = join(repoRoot, "node_modules", ".bin", "tsc");
     const result = await run(tsc, ["-p", project], { cwd: project, timeout: 120_000 }).catch(
       (error: { readonly stdout?: string }) => ({ stdout: error.stdout ?? String(error) }),
@@ -95,10 +107,21 @@ describe("the packed library in a fresh project", () => {
     expect(packages.filter((name) => cliOnlyPackages.includes(name))).toEqual([]);
     const loadedAtOnce = [...graph.staticPackages].map(packageName);
     expect(loadedAtOnce.filter((name) => onDemandPackages.includes(name))).toEqual([]);
-    const folders = [...graph.files].map(
-      (file) => file.slice(join(installed, "dist").length + 1).split("/")[0],
-    );
-    expect(folders.filter((folder) => cliOnlyFolders.includes(folder ?? ""))).toEqual([]);
+    const folderOf = (file: string) => file.slice(join(installed, "dist").length + 1).split("/")[0] ?? "";
+    const atOnce = [...graph.staticFiles].map(folderOf);
+    expect(atOnce.filter((folder) => cliOnlyFolders.includes(folder))).toEqual([]);
+    for (const entry of libraryEntries) {
+      const allowed = onDemandFolders.get(entry) ?? [];
+      const reached = [...importGraph([join(installed, "dist", entry)]).files].map(folderOf);
+      expect({
+        entry,
+        cliOnly: reached.filter((f) => cliOnlyFolders.includes(f) && !allowed.includes(f)),
+      }).toEqual({
+        entry,
+        cliOnly: [],
+      });
+    }
+    expect(new Set([...graph.files].map(folderOf))).toContain("devcluster");
     // The graph was walked: the library's own dependencies are there.
     expect(new Set(packages)).toContain("effect");
   });
@@ -267,4 +290,27 @@ describe("the packed library against a real kube-apiserver", () => {
     }
     expect(await exited).toBe(0);
   });
+});
+
+describe("an example's own real-API-server test through opstask/testing", () => {
+  it("runs examples/backup-verify/verify.integration.test.ts with the installed package", async () => {
+    const vitest = join(project, "node_modules", ".bin", "vitest");
+    const result = await run(vitest, ["run", "backup-verify/verify.integration.test.ts"], {
+      cwd: project,
+      timeout: 300_000,
+      maxBuffer: 16 << 20,
+      env: {
+        ...process.env,
+        VITEST_POOL_ID: undefined,
+        VITEST_WORKER_ID: undefined,
+        NODE_OPTIONS: undefined,
+      },
+    }).then(
+      ({ stdout }) => stripVTControlCharacters(stdout),
+      (error: { readonly stdout?: string; readonly stderr?: string }) =>
+        stripVTControlCharacters(`${error.stdout ?? ""}\n${error.stderr ?? String(error)}`),
+    );
+    expect(result).toMatch(/Tests\s+8 passed/);
+    expect(result).not.toMatch(/failed/);
+  }, 320_000);
 });
