@@ -71,6 +71,8 @@ export const serveController = async (
       ...(options.namespaces.length === 0 ? {} : { namespace: options.namespaces }),
       concurrency: options.concurrency,
       maxTaskBytes: options.maxTaskBytes,
+      // Last outcomes per Etcd and task type, kept after the TTL (docs/history-and-alerts.md).
+      history: {},
       duplicatePolicy: options.duplicatePolicy,
       handlerDefectLimit: options.handlerDefectLimit,
       crdManifest: "deploy/crds/",

@@ -26,6 +26,10 @@ import * as ManagedRuntime from "effect/ManagedRuntime";
 import * as References from "effect/References";
 import * as Scope from "effect/Scope";
 import type { HandlerRegistry } from "../handlers/handler.ts";
+import { historyLimitsOf } from "../history/history-entry.ts";
+import { makeHistoryMetrics } from "../history/history-metrics.ts";
+import { historyConfigMapName } from "../history/history-store.ts";
+import { type HistoryLog, makeTaskHistory, type TaskHistory } from "../history/task-history.ts";
 import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { type FaultCounter, KubeFaults } from "../interpreters/kubernetes/fault-counter.ts";
 import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
@@ -152,6 +156,15 @@ export interface TaskControllerBaseOptions<Task, R> extends LifecycleOptions {
    * task is Rejected with ERR_TASK_TOO_LARGE, so that memory grows with the number of tasks only.
    */
   readonly maxTaskBytes?: number;
+  /**
+   * Keep each target's last outcome per task type after the tasks' TTL, in one ConfigMap per
+   * namespace (`opstask-history-<plural>`), and serve it as `opstask_task_last_success_timestamp_seconds`
+   * and `…_last_failure_…` (read back when an instance takes over). Off when absent. Bounded: at most
+   * `maxEntries` target × type pairs (default 200) and `maxBytes` (default 128 KiB) per namespace; the
+   * least useful entries are evicted and logged. Needs create of ConfigMaps and get, list and update of
+   * that one by name (docs/history-and-alerts.md).
+   */
+  readonly history?: { readonly maxEntries?: number; readonly maxBytes?: number };
 }
 
 export type TaskControllerOptions<Task, R = never> = TaskControllerBaseOptions<Task, R> & ServicesOption<R>;
@@ -233,6 +246,22 @@ export const runTaskController = async <Task, R = never>(
       inFlightCalls: () => sumStats(handles.map((handle) => handle.stats())).inFlightCalls,
     },
   });
+  // Logs of the parts that run beside the Effect runtime; bound once the runtime exists.
+  let logBeside: HistoryLog = () => {};
+  let history: TaskHistory | undefined;
+  if (options.history !== undefined) {
+    const registry = ops.metrics?.registry;
+    history = makeTaskHistory({
+      client,
+      configMapName: historyConfigMapName(kind.resource),
+      plural: kind.resource.plural,
+      limits: historyLimitsOf(options.history),
+      ...(registry === undefined
+        ? {}
+        : { metrics: makeHistoryMetrics(registry, kind.resource.kind, () => history?.pending() ?? 0) }),
+      log: (level, message, fields) => logBeside(level, message, fields),
+    });
+  }
   const board =
     options.ui === undefined
       ? undefined
@@ -253,7 +282,13 @@ export const runTaskController = async <Task, R = never>(
       : options.observer === undefined
         ? ops.metrics.observer
         : bothObservers(options.observer, ops.metrics.observer);
-  const observer = board === undefined ? given : alsoObserve(given ?? noObserver, board.observer);
+  const recorded =
+    history === undefined
+      ? given
+      : given === undefined
+        ? history.observer
+        : bothObservers(given, history.observer);
+  const observer = board === undefined ? recorded : alsoObserve(recorded ?? noObserver, board.observer);
   const runtime = ManagedRuntime.make(
     Layer.mergeAll(
       board?.layer(kubernetes) ?? kubernetes,
@@ -265,6 +300,13 @@ export const runTaskController = async <Task, R = never>(
       ),
     ),
   );
+  const minimumLogLevel = logLevels[options.logLevel ?? "info"];
+  logBeside = (level, message, fields) =>
+    void runtime.runFork(
+      (level === "error" ? Effect.logError : level === "warn" ? Effect.logWarning : Effect.logInfo)(
+        message,
+      ).pipe(Effect.annotateLogs(fields), Effect.provideService(References.MinimumLogLevel, minimumLogLevel)),
+    );
   const scope = Scope.makeUnsafe();
   let stopping: Promise<void> | undefined;
   let resolveDone: (how: "stopped" | "lost") => void = () => undefined;
@@ -276,6 +318,7 @@ export const runTaskController = async <Task, R = never>(
       options.signal?.removeEventListener("abort", onAbort);
       await Effect.runPromise(Fiber.interrupt(fiber));
       await Effect.runPromise(Scope.close(scope, Exit.void));
+      await history?.stop();
       await runtime.dispose();
       await board?.stop();
       await ops.close();
@@ -313,6 +356,11 @@ export const runTaskController = async <Task, R = never>(
         ),
         Effect.forkScoped,
       );
+    }
+    // The last leader's history, into the metrics before this one adds to it.
+    if (history !== undefined) {
+      const reading = history;
+      yield* Effect.promise(() => reading.takeover(namespaces));
     }
     // Events leave the pass at once and are created beside it (runtime/event-queue.ts).
     const events = yield* queuedEventRecorder(yield* EventRecorder);

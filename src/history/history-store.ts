@@ -1,0 +1,164 @@
+/**
+ * Where history lives: one ConfigMap per namespace and task kind (`opstask-history-<plural>`, e.g.
+ * `opstask-history-etcdopstasks`), beside the targets it describes. Every write is a PUT carrying the
+ * resourceVersion it read (optimistic concurrency; a create when there is none), so two writers never
+ * lose each other's entries: the loser of a conflict reads again and merges (task-history.ts).
+ *
+ * Answers are values, never thrown: `Written`, `Conflict` (read again), or `Failed` (retry later).
+ */
+import { apiPath } from "../kube/api-path.ts";
+import { ApiCallError, type KubeClient } from "../kube/kube-client.ts";
+import type { ResourceRef } from "../reconcile/task-kind.ts";
+import {
+  type DecodedEntries,
+  decodeEntries,
+  encodeEntries,
+  entriesDataKey,
+  type HistoryEntry,
+} from "./history-entry.ts";
+
+const configMaps = { group: "", version: "v1", plural: "configmaps" } as const;
+
+/** Label of every history ConfigMap; its value is the task kind's plural. */
+export const historyLabel = "opstask.dev/history-of";
+
+/** The history ConfigMap's name of a task kind: `opstask-history-<plural>`. */
+export const historyConfigMapName = (resource: Pick<ResourceRef, "plural">): string =>
+  `opstask-history-${resource.plural}`;
+
+export interface StoredHistory extends DecodedEntries {
+  readonly namespace: string;
+  readonly resourceVersion: string;
+}
+
+export type WriteAnswer =
+  | { readonly _tag: "Written"; readonly resourceVersion: string }
+  | { readonly _tag: "Conflict" }
+  | { readonly _tag: "Failed"; readonly cause: string };
+
+export type ReadAnswer =
+  | { readonly _tag: "Found"; readonly history: StoredHistory }
+  | { readonly _tag: "Absent" }
+  | { readonly _tag: "Failed"; readonly cause: string };
+
+export type ListAnswer =
+  | { readonly _tag: "Listed"; readonly histories: ReadonlyArray<StoredHistory> }
+  | { readonly _tag: "Failed"; readonly cause: string };
+
+const causeOf = (error: unknown): string =>
+  error instanceof ApiCallError ? `${error.statusCode}: ${error.message}` : String(error);
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+const historyOf = (object: unknown): StoredHistory | undefined => {
+  if (!isRecord(object) || !isRecord(object.metadata)) return undefined;
+  const { namespace, resourceVersion } = object.metadata;
+  if (typeof namespace !== "string" || typeof resourceVersion !== "string") return undefined;
+  const data = isRecord(object.data) ? object.data[entriesDataKey] : undefined;
+  return { namespace, resourceVersion, ...decodeEntries(typeof data === "string" ? data : undefined) };
+};
+
+export interface HistoryLocation {
+  readonly namespace: string;
+  readonly name: string;
+  /** The task kind's plural, the value of `historyLabel`. */
+  readonly plural: string;
+}
+
+export const readHistory = async (
+  client: KubeClient,
+  where: HistoryLocation,
+  signal?: AbortSignal,
+): Promise<ReadAnswer> => {
+  try {
+    const response = await client.request(
+      { method: "GET", path: apiPath(configMaps, where.namespace, where.name) },
+      signal,
+    );
+    const history = historyOf(response.body);
+    return history === undefined
+      ? { _tag: "Failed", cause: "the answer is not a ConfigMap" }
+      : { _tag: "Found", history };
+  } catch (error) {
+    if (error instanceof ApiCallError && error.statusCode === 404) return { _tag: "Absent" };
+    return { _tag: "Failed", cause: causeOf(error) };
+  }
+};
+
+/**
+ * Every history ConfigMap of the kind, in one namespace or all: one LIST by name
+ * (`fieldSelector=metadata.name=…`), which RBAC can grant for that one name (`resourceNames`), so the
+ * controller needs no right to read other ConfigMaps. Objects without the kind's label are skipped.
+ */
+export const listHistories = async (
+  client: KubeClient,
+  of: Pick<HistoryLocation, "name" | "plural">,
+  namespace: string | undefined,
+  signal?: AbortSignal,
+): Promise<ListAnswer> => {
+  try {
+    const response = await client.request(
+      {
+        method: "GET",
+        path: apiPath(configMaps, namespace),
+        query: { fieldSelector: `metadata.name=${of.name}` },
+      },
+      signal,
+    );
+    const items = isRecord(response.body) && Array.isArray(response.body.items) ? response.body.items : [];
+    const histories = items.flatMap((item) => {
+      const labels = isRecord(item) && isRecord(item.metadata) ? item.metadata.labels : undefined;
+      if (!isRecord(labels) || labels[historyLabel] !== of.plural) return [];
+      const history = historyOf(item);
+      return history === undefined ? [] : [history];
+    });
+    return { _tag: "Listed", histories };
+  } catch (error) {
+    return { _tag: "Failed", cause: causeOf(error) };
+  }
+};
+
+/**
+ * Writes `entries` as the whole history: a PUT with `resourceVersion` (the version read), or a POST
+ * when `resourceVersion` is undefined (none read). 409 (changed meanwhile, or created meanwhile) is a
+ * `Conflict`.
+ */
+export const writeHistory = async (
+  client: KubeClient,
+  where: HistoryLocation,
+  resourceVersion: string | undefined,
+  entries: ReadonlyArray<HistoryEntry>,
+  signal?: AbortSignal,
+): Promise<WriteAnswer> => {
+  const body = {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: {
+      name: where.name,
+      namespace: where.namespace,
+      labels: { [historyLabel]: where.plural, "app.kubernetes.io/managed-by": "opstask" },
+      annotations: {
+        "opstask.dev/history":
+          "last outcome per target and task type, kept after the tasks' TTL (docs/history-and-alerts.md)",
+      },
+      ...(resourceVersion === undefined ? {} : { resourceVersion }),
+    },
+    data: { [entriesDataKey]: encodeEntries(entries) },
+  };
+  try {
+    const response = await client.request(
+      resourceVersion === undefined
+        ? { method: "POST", path: apiPath(configMaps, where.namespace), body }
+        : { method: "PUT", path: apiPath(configMaps, where.namespace, where.name), body },
+      signal,
+    );
+    const written = historyOf(response.body);
+    return written === undefined
+      ? { _tag: "Failed", cause: "the answer is not a ConfigMap" }
+      : { _tag: "Written", resourceVersion: written.resourceVersion };
+  } catch (error) {
+    if (error instanceof ApiCallError && error.statusCode === 409) return { _tag: "Conflict" };
+    return { _tag: "Failed", cause: causeOf(error) };
+  }
+};

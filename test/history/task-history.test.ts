@@ -1,0 +1,266 @@
+/**
+ * The history recorder against an in-memory ConfigMap endpoint that behaves as the apiserver does for
+ * these calls (resourceVersion preconditions, 409 on a stale PUT or an existing name), with faults.
+ */
+import { Registry } from "prom-client";
+import { describe, expect, it } from "vitest";
+import { decodeEntries } from "../../src/history/history-entry.ts";
+import { makeHistoryMetrics } from "../../src/history/history-metrics.ts";
+import { makeTaskHistory, type TaskHistory } from "../../src/history/task-history.ts";
+import { ApiCallError, type ApiRequest, type KubeClient } from "../../src/kube/kube-client.ts";
+import type { Pass } from "../../src/reconcile/pass.ts";
+
+interface Stored {
+  rv: number;
+  body: { metadata: Record<string, unknown>; data: Record<string, string> };
+}
+
+const fakeConfigMaps = () => {
+  const objects = new Map<string, Stored>();
+  let rv = 0;
+  const requests: string[] = [];
+  const faults: Array<(request: ApiRequest) => ApiCallError | undefined> = [];
+  const respond = (stored: Stored) => ({
+    status: 200,
+    body: { ...stored.body, metadata: { ...stored.body.metadata, resourceVersion: String(stored.rv) } },
+  });
+  const client = {
+    _tag: "KubeClient",
+    server: "https://fake",
+    request: async (request: ApiRequest) => {
+      requests.push(`${request.method} ${request.path}`);
+      for (const fault of faults) {
+        const error = fault(request);
+        if (error !== undefined) throw error;
+      }
+      const parts = request.path.split("/");
+      const namespace = parts[4] ?? "";
+      const name = parts[6];
+      if (request.method === "GET" && name === undefined) {
+        const items = [...objects.entries()]
+          .filter(([key]) => parts[3] === "configmaps" || key.startsWith(`${namespace}/`))
+          .filter(
+            ([, stored]) =>
+              request.query?.fieldSelector === `metadata.name=${String(stored.body.metadata.name)}`,
+          )
+          .map(([, stored]) => respond(stored).body);
+        return { status: 200, body: { items } };
+      }
+      if (request.method === "GET") {
+        const stored = objects.get(`${namespace}/${name}`);
+        if (stored === undefined) throw new ApiCallError(404, "not found");
+        return respond(stored);
+      }
+      const body = request.body as Stored["body"];
+      const key = `${namespace}/${String(body.metadata.name)}`;
+      const existing = objects.get(key);
+      if (request.method === "POST" && existing !== undefined) throw new ApiCallError(409, "already exists");
+      if (
+        request.method === "PUT" &&
+        (existing === undefined || String(existing.rv) !== body.metadata.resourceVersion)
+      )
+        throw new ApiCallError(409, "conflict");
+      rv += 1;
+      const stored = { rv, body: { ...body, metadata: { ...body.metadata, namespace } } };
+      objects.set(key, stored);
+      return respond(stored);
+    },
+    watch: async () => new AbortController(),
+  } as unknown as KubeClient;
+  /** Another writer changes the ConfigMap (bumps its version) with `entries`. */
+  const edit = (key: string, text: string) => {
+    const existing = objects.get(key);
+    if (existing === undefined) throw new Error(`no ${key}`);
+    rv += 1;
+    objects.set(key, { rv, body: { ...existing.body, data: { "entries.json": text } } });
+  };
+  return { client, objects, requests, faults, edit };
+};
+
+const configMapName = "opstask-history-probes";
+const labels = (target: string, state: string, type = "ping") => ({
+  type,
+  state,
+  etcd: target,
+  namespace: "ns",
+  kind: "Probe",
+});
+const passWithError = (code: string) =>
+  ({
+    snapshot: { context: { persisted: { lastErrors: [{ code: "ERR_EARLIER" }, { code }] } } },
+  }) as unknown as Pass;
+
+const setup = (fake = fakeConfigMaps(), limits = { maxEntries: 200, maxBytes: 128 * 1024 }) => {
+  const registry = new Registry();
+  let clock = Date.UTC(2026, 10, 26, 1, 0, 0);
+  const logs: string[] = [];
+  const ref: { history?: TaskHistory } = {};
+  const history = makeTaskHistory({
+    client: fake.client,
+    configMapName,
+    plural: "probes",
+    limits,
+    metrics: makeHistoryMetrics(registry, "Probe", () => ref.history?.pending() ?? 0),
+    log: (level, message) => logs.push(`${level}: ${message}`),
+    now: () => clock,
+    retryBaseMs: 5,
+    retryCapMs: 20,
+  });
+  ref.history = history;
+  const entries = (namespace = "ns") =>
+    decodeEntries(fake.objects.get(`${namespace}/${configMapName}`)?.body.data["entries.json"]).entries;
+  const metric = async (name: string) =>
+    (await registry.metrics()).split("\n").filter((line) => line.startsWith(name));
+  return { fake, history, registry, logs, entries, metric, tick: (ms: number) => (clock += ms) };
+};
+
+describe("outcomes are written to the namespace's ConfigMap, beside the pass", () => {
+  it("a Succeeded task is written at once; its metric is its time in seconds", async () => {
+    const { history, entries, metric } = setup();
+    history.observer.taskFinished(labels("host-a", "Succeeded"), 3, "uid-1");
+    await history.settled();
+    expect(entries()).toEqual([
+      {
+        target: "host-a",
+        type: "ping",
+        last: { state: "Succeeded", at: Date.UTC(2026, 10, 26, 1), durationSeconds: 3 },
+        lastSuccessAt: Date.UTC(2026, 10, 26, 1),
+      },
+    ]);
+    expect(await metric("opstask_task_last_success_timestamp_seconds{")).toEqual([
+      `opstask_task_last_success_timestamp_seconds{kind="Probe",namespace="ns",target="host-a",type="ping"} ${Date.UTC(2026, 10, 26, 1) / 1000}`,
+    ]);
+  });
+
+  it("a Failed task waits for the end of its pass and takes the last error's code from its status", async () => {
+    const { history, entries, metric } = setup();
+    history.observer.taskFinished(labels("host-b", "Failed"), 1, "uid-2");
+    await history.settled();
+    expect(entries()).toEqual([]);
+    expect(history.pending()).toBe(1);
+    history.observer.passTransitions?.(
+      { key: "ns/b", uid: "uid-2", runId: "r" },
+      passWithError("ERR_NO_PONG"),
+    );
+    await history.settled();
+    expect(entries()[0]?.last).toMatchObject({ state: "Failed", errorCode: "ERR_NO_PONG" });
+    expect(await metric("opstask_task_last_failure_timestamp_seconds{")).toHaveLength(1);
+  });
+
+  it("a task deleted before its pass ended is written without an error code", async () => {
+    const { history, entries } = setup();
+    history.observer.taskFinished(labels("host-c", "Rejected"), 0, "uid-3");
+    history.observer.taskGone?.("uid-3");
+    await history.settled();
+    expect(entries()[0]?.last).toEqual({
+      state: "Rejected",
+      at: Date.UTC(2026, 10, 26, 1),
+      durationSeconds: 0,
+    });
+  });
+
+  it("a task without a target is not recorded", async () => {
+    const { history, fake } = setup();
+    history.observer.taskFinished(labels("", "Rejected"), 0);
+    await history.settled();
+    expect(fake.requests).toEqual([]);
+  });
+});
+
+describe("writes use optimistic concurrency and never lose another writer's entries", () => {
+  it("a PUT on a stale resourceVersion reads again and merges", async () => {
+    const { history, entries, fake, tick } = setup();
+    history.observer.taskFinished(labels("host-a", "Succeeded"), 1, "u1");
+    await history.settled();
+    // Another controller of the kind adds its own entry meanwhile.
+    const other = decodeEntries(fake.objects.get(`ns/${configMapName}`)?.body.data["entries.json"]).entries;
+    fake.edit(
+      `ns/${configMapName}`,
+      JSON.stringify([
+        ...JSON.parse(fake.objects.get(`ns/${configMapName}`)?.body.data["entries.json"] ?? "[]"),
+        {
+          target: "host-z",
+          type: "ping",
+          lastOutcome: { state: "Succeeded", time: "2026-11-25T00:00:00Z", durationSeconds: 1 },
+        },
+      ]),
+    );
+    expect(other).toHaveLength(1);
+    tick(60_000);
+    history.observer.taskFinished(labels("host-b", "Succeeded"), 1, "u2");
+    await history.settled();
+    expect(entries().map((entry) => entry.target)).toEqual(["host-a", "host-b", "host-z"]);
+    expect(fake.requests.filter((line) => line.startsWith("PUT"))).toHaveLength(2);
+  });
+
+  it("the writes carry the version they read: POST when absent, PUT with resourceVersion after", async () => {
+    const { history, fake } = setup();
+    history.observer.taskFinished(labels("host-a", "Succeeded"), 1, "u1");
+    await history.settled();
+    history.observer.taskFinished(labels("host-a", "Succeeded"), 1, "u2");
+    await history.settled();
+    expect(fake.requests).toEqual([
+      `GET /api/v1/namespaces/ns/configmaps/${configMapName}`,
+      "POST /api/v1/namespaces/ns/configmaps",
+      `PUT /api/v1/namespaces/ns/configmaps/${configMapName}`,
+    ]);
+  });
+});
+
+describe("a failed write never holds a task: it is logged, counted and retried later", () => {
+  it("three refused writes, then the write lands with every outcome", async () => {
+    const fake = fakeConfigMaps();
+    let refusals = 3;
+    fake.faults.push((request) =>
+      request.method !== "GET" && refusals-- > 0 ? new ApiCallError(403, "forbidden") : undefined,
+    );
+    const { history, entries, metric, logs } = setup(fake);
+    history.observer.taskFinished(labels("host-a", "Succeeded"), 1, "u1");
+    history.observer.taskFinished(labels("host-b", "Succeeded"), 1, "u2");
+    await history.settled();
+    expect(history.pending()).toBeGreaterThan(0);
+    expect(logs.some((line) => line.startsWith("warn: history ConfigMap write failed"))).toBe(true);
+    for (let i = 0; i < 200 && history.pending() > 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    await history.settled();
+    expect(history.pending()).toBe(0);
+    expect(entries().map((entry) => entry.target)).toEqual(["host-a", "host-b"]);
+    expect(await metric("opstask_history_write_failures_total ")).toEqual([
+      "opstask_history_write_failures_total 3",
+    ]);
+    await history.stop();
+  });
+});
+
+describe("bounds: a task author cannot grow the history", () => {
+  it("entries beyond maxEntries are evicted, logged, counted, and their series removed", async () => {
+    const { history, entries, metric, logs, tick } = setup(undefined, {
+      maxEntries: 3,
+      maxBytes: 128 * 1024,
+    });
+    for (let i = 0; i < 5; i++) {
+      tick(1000);
+      history.observer.taskFinished(labels(`host-${i}`, "Succeeded"), 1, `u${i}`);
+      await history.settled();
+    }
+    expect(entries().map((entry) => entry.target)).toEqual(["host-2", "host-3", "host-4"]);
+    expect(await metric("opstask_task_last_success_timestamp_seconds{")).toHaveLength(3);
+    expect(await metric("opstask_history_evictions_total ")).toEqual(["opstask_history_evictions_total 2"]);
+    expect(logs.filter((line) => line.startsWith("warn: history is full"))).toHaveLength(2);
+  });
+});
+
+describe("takeover reads the last leader's history into the metrics", () => {
+  it("a new instance answers the same last-success value before any task finishes", async () => {
+    const fake = fakeConfigMaps();
+    const first = setup(fake);
+    first.history.observer.taskFinished(labels("host-a", "Succeeded"), 1, "u1");
+    await first.history.settled();
+    const before = await first.metric("opstask_task_last_success_timestamp_seconds{");
+    const second = setup(fake);
+    expect(await second.metric("opstask_task_last_success_timestamp_seconds{")).toEqual([]);
+    await second.history.takeover([undefined]);
+    expect(await second.metric("opstask_task_last_success_timestamp_seconds{")).toEqual(before);
+    expect(before).toHaveLength(1);
+  });
+});
