@@ -17,7 +17,7 @@ export type SkipReason = (typeof SkipReasons)[number];
 export const maxSkippedRuns = 10;
 
 const Time = Schema.String.annotate({ format: "date-time" });
-const Text = Schema.String.check(Schema.isMaxLength(1024));
+const Text = Schema.String;
 
 export const SkippedRunSchema = Schema.Struct({
   scheduledTime: Time.annotate({ description: "The scheduled time that got no run." }),
@@ -30,15 +30,15 @@ export const SkippedRunSchema = Schema.Struct({
 export type SkippedRun = typeof SkippedRunSchema.Type;
 
 export const ActiveRunSchema = Schema.Struct({
-  name: Schema.String.check(Schema.isMaxLength(253)),
+  name: Schema.String,
   scheduledTime: Time,
 });
 export type ActiveRun = typeof ActiveRunSchema.Type;
 
 export const ConditionSchema = Schema.Struct({
-  type: Schema.String.check(Schema.isMaxLength(64)),
+  type: Schema.String,
   status: Schema.Literals(["True", "False", "Unknown"]),
-  reason: Schema.String.check(Schema.isMaxLength(64)),
+  reason: Schema.String,
   message: Text,
   lastTransitionTime: Time,
 });

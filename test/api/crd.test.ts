@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { Result } from "effect";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { addedConfigMembers, generateCrds } from "../../scripts/gen-crd.ts";
+import { addedConfigMembers, generateCrds, ScheduleCrdFile } from "../../scripts/gen-crd.ts";
 import type { OpenApiSchema } from "../../src/api/crd/openapi.ts";
 import { formatPath } from "../../src/api/decode-error.ts";
 import { ApiVersion, decodeEtcdOpsTask, Kind } from "../../src/etcd/api/etcdopstask.ts";
@@ -176,7 +176,7 @@ describe("the checked-in CRDs are what scripts/gen-crd.ts generates", () => {
     for (const [name, content] of generated.files ?? new Map<string, string>()) {
       expect(readText(join(crdOutDir, name)), `deploy/crds/${name} is stale`).toBe(content);
     }
-    expect([...(generated.files?.keys() ?? [])]).toEqual([EtcdOpsTaskCrdFile]);
+    expect([...(generated.files?.keys() ?? [])]).toEqual([EtcdOpsTaskCrdFile, ScheduleCrdFile]);
   });
 
   it("the EtcdOpsTask CRD keeps druid's text byte for byte (new members are spliced in whole lines)", () => {
