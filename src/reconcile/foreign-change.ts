@@ -4,18 +4,19 @@
  * deletion that landed after the pass read the object; the pass did not decide on it, so the next
  * change event for that object must run a pass even if it shows the version our write returned.
  */
-type ObjectLike = { readonly metadata: object; readonly [field: string]: unknown };
+/** A stored task as a driver holds it (a cached Kubernetes object, a memory API server's JSON). */
+export type TaskObject = { readonly [field: string]: unknown };
 
 /** Fields the informer cache drops (src/runtime/cache-object.ts), and those every write changes. */
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration";
 
-const outsideStatus = (object: ObjectLike): string => {
+const outsideStatus = (object: TaskObject): string => {
   const {
     resourceVersion: _version,
     managedFields: _fields,
     annotations,
     ...metadata
-  } = object.metadata as Record<string, unknown>;
+  } = (object.metadata ?? {}) as Record<string, unknown>;
   const { [lastApplied]: _applied, ...kept } = (annotations ?? {}) as Record<string, unknown>;
   const { status: _status, metadata: _metadata, ...rest } = object;
   return JSON.stringify([metadata, kept, rest]);
@@ -27,7 +28,7 @@ const outsideStatus = (object: ObjectLike): string => {
  * resourceVersion precondition keeps anyone else's change out: never foreign).
  */
 export const carriesForeignChange = (
-  before: ObjectLike,
-  written: ObjectLike,
+  before: TaskObject,
+  written: TaskObject,
   expectMetadataChange: boolean,
 ): boolean => !expectMetadataChange && outsideStatus(before) !== outsideStatus(written);

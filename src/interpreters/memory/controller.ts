@@ -1,39 +1,24 @@
 /**
- * The controller, simulated: the pass protocol (src/reconcile/pass.ts) and the scheduler
- * (src/reconcile/scheduler.ts) of the Kubernetes runtime, with requests performed against
- * `MemoryApiServer` under a `FakeClock`, one at a time. It can crash between any two requests, park a
- * pass on a hanging handler call, fail a status write, and it records everything property tests
- * check: handler calls, writes, Events and passes (records.ts).
+ * The controller, simulated: the per-key core (src/reconcile/core.ts) that the Kubernetes runtime
+ * runs, with its commands performed against `MemoryApiServer` under a `FakeClock`, one at a time. It
+ * can crash between any two requests, park a handler call until a test resolves it, fail a status
+ * write, and it records everything property tests check: handler calls, writes, Events and passes
+ * (records.ts).
  *
- * A crash loses the scheduler's memory; the restart lists every object, as an informer would. Echoes
- * of our own writes wake no pass of their own task (as the runtime's informer drops them), but do wake
- * its peers when what they read changed.
- *
- * Over 400 lines, knowingly: the commands tests drive (crashes, parked and orphaned calls, faults)
- * and the driving they disturb share one ready queue and one scheduler, and splitting them would hand
- * those around. The writes themselves are performed in memory-writes.ts; the due times are the
- * scheduler's (advancing the fake clock runs the keys it answers due).
+ * The core reads the tasks from a copy kept from the watch, as the runtime's informer does: watch
+ * events reach it when the driver turns to its queue (after the write that caused them has been
+ * answered), and a write's result is put into the copy at once (read-your-writes). So our own
+ * writes come back as changes, and the copy still holds a task whose last finalizer we just removed:
+ * the core's echo and release rules run here as on a cluster. A crash loses the core and the copy;
+ * the restart lists every object.
  */
 import { isTerminal } from "../../api/status.ts";
-import type { PassEnd, TaskEffect } from "../../effects/task-effect.ts";
-import type { LifecycleConfig, PassInput, Phase, PhaseOutcome } from "../../machine/types.ts";
-import {
-  defectOf,
-  defectOutcome,
-  type HandlerDefect,
-  type HandlerReply,
-} from "../../reconcile/handler-defect.ts";
-import {
-  Answer,
-  answer,
-  driveSync,
-  type Pass,
-  type PassRequest,
-  type Step,
-  start,
-} from "../../reconcile/pass.ts";
-import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../../reconcile/scheduler.ts";
-import { undecodedChangeFacts } from "../../reconcile/settled-facts.ts";
+import type { TaskEffect } from "../../effects/task-effect.ts";
+import { compareResourceVersions } from "../../kube/object.ts";
+import type { LifecycleConfig, Phase, PhaseOutcome } from "../../machine/types.ts";
+import { type CoreCommand, type CoreInput, TaskCore } from "../../reconcile/core.ts";
+import { defectOf, type HandlerDefect, type HandlerReply } from "../../reconcile/handler-defect.ts";
+import { Answer } from "../../reconcile/pass.ts";
 import { readFacts, type TaskFacts, type TaskKind } from "../../reconcile/task-kind.ts";
 import { type MemoryApiServer, storedKeyOf, type WatchEvent } from "./api-server.ts";
 import type { FakeClock } from "./clock.ts";
@@ -69,42 +54,20 @@ export interface CallInfo {
   readonly signal: AbortSignal;
 }
 
-/** A handler result not yet on its object, with the call that produced it. */
-interface KeptCall extends Kept {
-  readonly call: HandlerCall | undefined;
+/** A handler call of this controller's life, by the core's call id. */
+interface Call {
+  readonly record: HandlerCall;
+  readonly key: string;
+  /** Set while the call hangs (a test resolves it). */
+  abort: AbortController | undefined;
 }
-
-interface Running extends PassHold {
-  readonly name: string;
-  readonly runId: string;
-  readonly started: number;
-  readonly effects: TaskEffect["_tag"][];
-  object: JsonObject;
-  /** The task's facts as decoded at the start of the pass (what its handler calls get). */
-  readonly facts: TaskFacts;
-  /** The call whose result the pass holds unwritten. */
-  call: HandlerCall | undefined;
-  /** Set by a request the performer did not answer: a hanging call, or the crash it stopped before. */
-  suspended?: { readonly call: HandlerCall; readonly callId: number } | "crash" | undefined;
-  lockedGroup: string | undefined;
-}
-
-/** A pass waiting for a hanging handler call. */
-interface Parked {
-  readonly running: Running;
-  readonly step: Extract<Step, { _tag: "Request" }>;
-  readonly call: HandlerCall;
-  readonly callId: number;
-}
-
-const asDefect = (reply: HandlerReply): HandlerDefect | undefined =>
-  reply.kind === "defect" ? reply : undefined;
 
 const splitKey = (key: string): [string, string] => {
   const at = key.indexOf("/");
   return [key.slice(0, at), key.slice(at + 1)];
 };
 const metadataOf = (object: JsonObject): JsonObject => (object.metadata ?? {}) as JsonObject;
+const versionOf = (object: JsonObject): string => String(metadataOf(object).resourceVersion ?? "");
 
 export class SimulatedController<Task> {
   readonly calls: HandlerCall[] = [];
@@ -114,24 +77,25 @@ export class SimulatedController<Task> {
 
   readonly #options: SimulatedControllerOptions<Task>;
   readonly #ready: string[] = [];
-  #scheduler: TaskScheduler<KeptCall>;
+  #core: TaskCore<Task>;
+  /** The tasks as the watch and our writes told us (the runtime's informer cache). */
+  readonly #copy = new Map<string, JsonObject>();
+  /** Watch events not yet delivered to the core. */
+  readonly #pending: WatchEvent[] = [];
+  /** Handler calls since the last crash, by the core's call id. */
+  readonly #calls = new Map<number, Call>();
+  /** Requests performed by each pass in progress, by pass id. */
+  readonly #performed = new Map<number, TaskEffect["_tag"][]>();
   /** The resourceVersion each key's last normally ended pass left behind, and when that pass ended. */
   readonly #settled = new Map<string, { readonly resourceVersion: string; readonly at: number }>();
-  /** Passes waiting for a hanging handler call, by key. */
-  readonly #parked = new Map<string, Parked>();
-  /** Hanging calls of deleted tasks: they run on until resolved, holding their group (16.12). */
-  readonly #orphans: Parked[] = [];
-  /** The abort controllers of calls that have not returned, by call record id. */
-  readonly #aborts = new Map<number, AbortController>();
   #crashCountdown: number | undefined;
   readonly #writes: MemoryWrites;
-  #runSerial = 0;
 
   constructor(options: SimulatedControllerOptions<Task>) {
     this.#options = options;
     this.#writes = new MemoryWrites(options.server, options.clock, options.kind.resource.plural);
-    this.#scheduler = new TaskScheduler({ config: options.config, supported: options.supported });
-    options.server.watch((event) => this.#onWatch(event));
+    this.#core = this.#newCore();
+    options.server.watch((event) => this.#pending.push(event));
     this.#relist();
   }
 
@@ -140,28 +104,24 @@ export class SimulatedController<Task> {
   /** Runs passes until nothing is ready (or `maxPasses` ran); returns how many ran. */
   runUntilIdle(maxPasses = 10_000): number {
     let count = 0;
-    while (this.#ready.length > 0 && count < maxPasses) {
+    for (; count < maxPasses; count += 1) {
+      this.#deliver();
       const key = this.#ready.shift();
       if (key === undefined) break;
-      this.#runKey(key);
-      count += 1;
+      this.#feed({ _tag: "Turn", key, now: this.#options.clock.now() });
     }
     return count;
   }
 
-  /** Moves the clock forward by `ms`, running the keys the scheduler has due, in time order. */
+  /** Moves the clock forward by `ms`, running the keys the core has due, in time order. */
   advanceAndRun(ms: number): void {
     const { clock } = this.#options;
     // Work that is ready now runs now, before time moves.
     this.runUntilIdle();
     const target = clock.now() + ms;
-    for (
-      let at = this.#scheduler.nextDue();
-      at !== undefined && at <= target;
-      at = this.#scheduler.nextDue()
-    ) {
+    for (let at = this.#core.nextDue(); at !== undefined && at <= target; at = this.#core.nextDue()) {
       clock.set(Math.max(at, clock.now()));
-      for (const key of this.#scheduler.takeDue(clock.now())) this.#enqueue(key);
+      for (const key of this.#core.takeDue(clock.now())) this.#enqueue(key);
       this.runUntilIdle();
     }
     clock.set(target);
@@ -170,7 +130,7 @@ export class SimulatedController<Task> {
 
   /** The earliest due time of any task, if any. */
   nextTimer(): number | undefined {
-    return this.#scheduler.nextDue();
+    return this.#core.nextDue();
   }
 
   /** Crash after `effects` more effects have been performed (0: before the next one). */
@@ -182,21 +142,24 @@ export class SimulatedController<Task> {
   crash(): void {
     this.epoch += 1;
     const now = this.#options.clock.now();
-    for (const abort of this.#aborts.values()) abort.abort(new Error("the controller crashed"));
-    this.#aborts.clear();
-    for (const parked of [...this.#parked.values(), ...this.#orphans]) {
-      parked.call.dropped = "crash";
-      parked.call.endedAt = now;
-      parked.call.endedAfterCalls = this.calls.length;
+    for (const call of this.#calls.values()) {
+      if (call.abort === undefined) continue;
+      call.abort.abort(new Error("the controller crashed"));
+      call.record.dropped = "crash";
+      call.record.endedAt = now;
+      call.record.endedAfterCalls = this.calls.length;
     }
-    for (const kept of this.#scheduler.unwrittenResults())
-      if (kept.call !== undefined) kept.call.dropped ??= "crash";
+    for (const id of this.#core.keptCalls()) {
+      const record = this.#calls.get(id)?.record;
+      if (record !== undefined) record.dropped ??= "crash";
+    }
     this.#ready.length = 0;
-    this.#scheduler = new TaskScheduler({ config: this.#options.config, supported: this.#options.supported });
-    this.#parked.clear();
-    this.#orphans.length = 0;
+    this.#core = this.#newCore();
+    this.#calls.clear();
+    this.#performed.clear();
     this.#settled.clear();
-    this.#writes.forget();
+    this.#copy.clear();
+    this.#pending.length = 0;
     this.#crashCountdown = undefined;
     this.#relist();
   }
@@ -230,144 +193,30 @@ export class SimulatedController<Task> {
 
   /** Names of tasks with a hanging handler call (a deleted task's call that runs on included). */
   hanging(): string[] {
-    return [
-      ...[...this.#parked.values()].map((p) => p.running.name),
-      ...this.#orphans.map((p) => p.running.name),
-    ];
+    return this.#hangingCalls().map((call) => call.record.name);
   }
 
   /** A hanging handler call of `name` returns (its current pass's call first, else its oldest orphaned one). */
   resolve(namespace: string, name: string, outcome: PhaseOutcome): boolean {
     const key = `${namespace}/${name}`;
-    const parked = this.#parked.get(key) ?? this.#orphans.find((p) => p.running.key === key);
-    return parked === undefined ? false : this.resolveCall(parked.call.id, outcome);
+    const calls = this.#hangingCalls().filter((call) => call.key === key);
+    const call = calls.find((c) => c.record.dropped !== "cancelled") ?? calls[0];
+    return call === undefined ? false : this.resolveCall(call.record.id, outcome);
   }
 
   /** The hanging call with this id returns `reply` (a result, or a defect it threw). */
   resolveCall(id: number, reply: HandlerReply): boolean {
-    const orphan = this.#orphans.findIndex((p) => p.call.id === id);
-    const parked =
-      orphan >= 0 ? this.#orphans[orphan] : [...this.#parked.values()].find((p) => p.call.id === id);
-    if (parked === undefined) return false;
-    const { running, call, callId, step } = parked;
-    call.endedAt = this.#options.clock.now();
-    call.endedAfterCalls = this.calls.length;
-    this.#aborts.delete(call.id);
-    if (orphan >= 0) this.#orphans.splice(orphan, 1);
-    else this.#parked.delete(running.key);
-    const returned = this.#scheduler.returned(running, callId, asDefect(reply));
-    this.#enqueueAll(returned.wake);
-    this.#reportDefect(running, call, reply, returned.report);
-    if (returned.current) {
-      const [namespace, name] = splitKey(running.key);
-      const stored = this.#options.server.get(namespace, name);
-      if (stored.ok) running.object = stored.value;
-      running.call = call;
-      const input = step.pass.snapshot.context.input;
-      this.#continue(running, answer(step, this.#answerOf(call, call.phase, input, reply)));
-    }
+    const found = [...this.#calls].find(([, call]) => call.record.id === id && call.abort !== undefined);
+    if (found === undefined) return false;
+    const [callId, call] = found;
+    call.abort = undefined;
+    call.record.endedAt = this.#options.clock.now();
+    call.record.endedAfterCalls = this.calls.length;
+    // The watch has caught up by the time a call returns.
+    this.#deliver();
+    this.#feed({ _tag: "Returned", callId, reply, now: this.#options.clock.now() });
     this.runUntilIdle();
     return true;
-  }
-
-  // ---- the work queue and the watch -------------------------------------------------------------
-
-  #relist(): void {
-    for (const object of this.#options.server.list()) this.#onWatch({ type: "ADDED", object });
-  }
-
-  #enqueue(key: string): void {
-    if (!this.#ready.includes(key)) this.#ready.push(key);
-  }
-
-  #enqueueAll(wake: ReadonlyArray<Wake>): void {
-    for (const { key } of wake) this.#enqueue(key);
-  }
-
-  #onWatch(event: Pick<WatchEvent, "type" | "object">): void {
-    const { kind } = this.#options;
-    const key = storedKeyOf(event.object);
-    // As the runtime: a finished task seen first waits for its TTL undecoded (reconcile/settled-facts.ts).
-    const settled = undecodedChangeFacts(kind, this.#scheduler, {
-      type: event.type,
-      key,
-      object: event.object,
-    });
-    const facts = settled ?? readFacts(kind, event.object);
-    if (facts === undefined) return;
-    const own = this.#writes.isOwn(facts.metadata.resourceVersion);
-    const now = this.#options.clock.now();
-    const { wake, orphaned } = this.#scheduler.changed({ type: event.type, key, facts, own, now });
-    if (orphaned !== undefined) {
-      const parked = this.#parked.get(key);
-      if (parked !== undefined) {
-        parked.call.dropped = "cancelled";
-        this.#aborts.get(parked.call.id)?.abort(new Error("the task was deleted during the call"));
-        this.#parked.delete(key);
-        this.#orphans.push(parked);
-      }
-    }
-    this.#enqueueAll(wake);
-  }
-
-  /** The facts of the stored tasks of a group. */
-  #groupFacts(group: string | undefined): TaskFacts[] {
-    if (group === undefined) return [];
-    return this.#scheduler.membersOf(group).flatMap((member) => {
-      const [namespace, name] = splitKey(member);
-      const stored = this.#options.server.get(namespace, name);
-      const facts = stored.ok ? readFacts(this.#options.kind, stored.value) : undefined;
-      return facts === undefined ? [] : [facts];
-    });
-  }
-
-  // ---- one pass ---------------------------------------------------------------------------------
-
-  #runKey(key: string): void {
-    const [namespace, name] = splitKey(key);
-    const stored = this.#options.server.get(namespace, name);
-    if (!stored.ok) return;
-    const facts = readFacts(this.#options.kind, stored.value);
-    if (facts === undefined) return;
-    const now = this.#options.clock.now();
-    const group = groupKeyOf(facts);
-    const runId = this.#nextRunId();
-    const started = this.#scheduler.start(key, facts, () => this.#groupFacts(group), now, runId);
-    if (started === undefined) return;
-    const { kept } = started;
-    this.#settled.delete(key);
-    const step = start(started.input);
-    const replayed = kept !== undefined && step.pass.unwritten !== undefined;
-    // A kept result the machine set aside (the task moved on) is superseded; one it ignored while
-    // calling the same phase again is not, and the no-repeated-calls property will say so.
-    const callsAgain = step.pass.pending.some((e) => e._tag === "RunPhase" && e.phase === kept?.known.phase);
-    if (kept?.call !== undefined && !replayed && !callsAgain) kept.call.dropped = "superseded";
-    const running: Running = {
-      key,
-      uid: started.uid,
-      group: started.group,
-      lockedGroup: started.lockedGroup,
-      name,
-      runId,
-      started: now,
-      effects: [],
-      object: stored.value,
-      facts,
-      call: replayed ? kept?.call : undefined,
-    };
-    this.#continue(running, step);
-  }
-
-  #nextRunId(): string {
-    this.#runSerial += 1;
-    return `run-${this.#runSerial}`;
-  }
-
-  /** Whether the task of this pass is still stored (a pass can end after its task is gone). */
-  #exists(running: Running): boolean {
-    const [namespace, name] = splitKey(running.key);
-    const stored = this.#options.server.get(namespace, name);
-    return stored.ok && metadataOf(stored.value).uid === running.uid;
   }
 
   /**
@@ -378,201 +227,14 @@ export class SimulatedController<Task> {
   settledPasses(): Array<{ name: string; effects: TaskEffect[] }> {
     const result: Array<{ name: string; effects: TaskEffect[] }> = [];
     for (const [key, { resourceVersion, at }] of this.#settled) {
-      if (this.#scheduler.isBusy(key) || this.#scheduler.isDeferred(key) || this.#ready.includes(key))
-        continue;
+      if (this.#ready.includes(key)) continue;
       const [namespace, name] = splitKey(key);
       const stored = this.#options.server.get(namespace, name);
-      if (!stored.ok || metadataOf(stored.value).resourceVersion !== resourceVersion) continue;
-      const facts = readFacts(this.#options.kind, stored.value);
-      if (facts === undefined || this.#scheduler.keeps(facts.metadata.uid)) continue;
-      const input = this.#scheduler.inputOf(
-        facts,
-        this.#groupFacts(groupKeyOf(facts)),
-        at,
-        this.#nextRunId(),
-      );
-      const effects: TaskEffect[] = [];
-      const last = driveSync(start(input), (request) => {
-        effects.push(request);
-        return request._tag === "RunPhase" ? Answer.Suspend() : Answer.Done({ now: at });
-      });
-      if (last._tag === "End") effects.push(last.end);
-      result.push({ name, effects });
+      if (!stored.ok || versionOf(stored.value) !== resourceVersion) continue;
+      const effects = this.#core.wouldRequest(key, at);
+      if (effects !== undefined) result.push({ name, effects: [...effects] });
     }
     return result;
-  }
-
-  /** Drives the pass from `step` until it ends, parks on a hanging handler, stops or crashes. */
-  #continue(running: Running, step: Step): void {
-    const last = driveSync(step, (request, pass) => this.#perform(running, request, pass));
-    switch (last._tag) {
-      case "Request": {
-        const suspended = running.suspended;
-        running.suspended = undefined;
-        if (suspended === "crash") {
-          if (running.call !== undefined) running.call.dropped ??= "crash";
-          this.#record(running, last, { aborted: "crash" });
-          this.crash();
-        } else if (suspended !== undefined) {
-          this.#parked.set(running.key, {
-            running,
-            step: last,
-            call: suspended.call,
-            callId: suspended.callId,
-          });
-        }
-        return;
-      }
-      case "End":
-        this.#finish(running, last, last.end);
-        return;
-      case "Stopped": {
-        if (last.stopped._tag === "Gone") {
-          this.#record(running, last, { aborted: "gone" });
-          this.#enqueueAll(this.#scheduler.gone(running));
-          return;
-        }
-        this.#record(running, last, { aborted: last.stopped.cause });
-        // A failed write ends the pass; the result it carried is kept (never re-asked), and it backs off.
-        const unwritten = last.pass.unwritten;
-        const kept = unwritten === undefined ? undefined : { known: unwritten, call: running.call };
-        const now = this.#options.clock.now();
-        this.#enqueueAll(this.#scheduler.stopped(running, kept, this.#exists(running), now).wake);
-        return;
-      }
-    }
-  }
-
-  /** Performs one request (the memory interpreter), or suspends the pass (a hanging call, a crash). */
-  #perform(running: Running, request: PassRequest, pass: Pass): Answer {
-    const { clock } = this.#options;
-    const holdsResult = pass.unwritten !== undefined;
-    if (this.#crashCountdown !== undefined) {
-      if (this.#crashCountdown === 0) {
-        running.suspended = "crash";
-        return Answer.Suspend();
-      }
-      this.#crashCountdown -= 1;
-    }
-    running.effects.push(request._tag);
-    switch (request._tag) {
-      case "RunPhase":
-        return this.#call(running, request.phase, pass.snapshot.context.input);
-      case "RecordEvent":
-        this.events.push({
-          uid: running.uid,
-          name: running.name,
-          eventType: request.eventType,
-          reason: request.reason,
-          note: request.note,
-          at: clock.now(),
-        });
-        return Answer.Done({ now: clock.now() });
-      default: {
-        const [namespace] = splitKey(running.key);
-        const target = { uid: running.uid, namespace, name: running.name, object: running.object };
-        const written = this.#writes.write(target, request, holdsResult);
-        if (written.kind === "ok" && written.object !== undefined) running.object = written.object;
-        const result = answerOf(written, clock.now());
-        const writesResult = request._tag === "PatchStatus" || request._tag === "RemoveFinalizer";
-        if (result._tag === "Done" && writesResult && holdsResult && running.call !== undefined) {
-          running.call.persisted = true;
-          running.call.persistedAt = clock.now();
-          running.call = undefined;
-        }
-        return result;
-      }
-    }
-  }
-
-  #call(running: Running, phase: Phase, input: PassInput): Answer {
-    const { clock, config, server } = this.#options;
-    const [namespace] = splitKey(running.key);
-    const { callId, attempt, lockedGroup, wake } = this.#scheduler.calling(running, phase);
-    running.lockedGroup = lockedGroup;
-    this.#enqueueAll(wake);
-    const facts = running.facts;
-    const stored = server.get(namespace, running.name);
-    const storedFinalizers = stored.ok ? (metadataOf(stored.value).finalizers ?? []) : [];
-    const call: HandlerCall = {
-      id: this.calls.length + 1,
-      uid: running.uid,
-      name: running.name,
-      phase,
-      at: clock.now(),
-      epoch: this.epoch,
-      eventIndex: server.events.length,
-      finalizerPresent: Array.isArray(storedFinalizers) && storedFinalizers.includes(config.finalizer),
-      group: running.group,
-      persisted: false,
-    };
-    this.calls.push(call);
-    const abort = new AbortController();
-    const behaviour: Behaviour =
-      facts.invalid !== undefined
-        ? { kind: "throw", message: "undecodable task" }
-        : this.#options.behaviour(facts, phase, {
-            attempt,
-            reconcileID: running.runId,
-            signal: abort.signal,
-          });
-    if (behaviour.kind === "hang") {
-      this.#aborts.set(call.id, abort);
-      running.suspended = { call, callId };
-      return Answer.Suspend();
-    }
-    const reply: HandlerReply =
-      behaviour.kind === "return"
-        ? behaviour.outcome
-        : behaviour.kind === "defect"
-          ? behaviour.defect
-          : defectOf(behaviour.message);
-    call.endedAt = clock.now();
-    call.endedAfterCalls = this.calls.length;
-    const returned = this.#scheduler.returned(running, callId, asDefect(reply));
-    this.#enqueueAll(returned.wake);
-    this.#reportDefect(running, call, reply, returned.report);
-    running.call = call;
-    return this.#answerOf(call, phase, input, reply);
-  }
-
-  /** A defect the scheduler says is new for its task phase goes to `onDefect` (simulate's log). */
-  #reportDefect(running: Running, call: HandlerCall, reply: HandlerReply, report: boolean): void {
-    if (reply.kind === "defect" && report)
-      this.#options.onDefect?.({ call, reconcileID: running.runId, defect: reply });
-  }
-
-  /** The answer to a call that returned `reply`; the call records the result the pass makes of it. */
-  #answerOf(call: HandlerCall, phase: Phase, input: PassInput, reply: HandlerReply): Answer {
-    const now = this.#options.clock.now();
-    if (reply.kind !== "defect") {
-      call.outcome = reply;
-      return Answer.Returned({ outcome: reply, now });
-    }
-    call.outcome = defectOutcome(input, phase, reply);
-    return Answer.Threw({ defect: reply, now });
-  }
-
-  #record(running: Running, last: Step, how: { aborted?: string; end?: PassEnd }): void {
-    this.passes.push({
-      uid: running.uid,
-      name: running.name,
-      at: running.started,
-      transitions: last.pass.transitions,
-      ...how,
-      effects: running.effects,
-    });
-  }
-
-  #finish(running: Running, last: Step, end: PassEnd): void {
-    const { clock } = this.#options;
-    running.effects.push(end._tag);
-    if (running.call !== undefined) running.call.unwritten = true;
-    this.#record(running, last, { end });
-    const resourceVersion = metadataOf(running.object).resourceVersion;
-    if (typeof resourceVersion === "string")
-      this.#settled.set(running.key, { resourceVersion, at: clock.now() });
-    this.#enqueueAll(this.#scheduler.ended(running, end, clock.now(), this.#exists(running)));
   }
 
   /** Whether a task is finished (Succeeded, Failed, Rejected) or gone, for checks. */
@@ -581,5 +243,256 @@ export class SimulatedController<Task> {
     if (!stored.ok) return true;
     const facts = readFacts(this.#options.kind, stored.value);
     return facts !== undefined && isTerminal(facts.status.state);
+  }
+
+  // ---- the watch and the queue ------------------------------------------------------------------
+
+  #newCore(): TaskCore<Task> {
+    const { kind, config, supported } = this.#options;
+    return new TaskCore({
+      kind,
+      config,
+      supported,
+      read: (key) => this.#copy.get(key),
+      runIdOf: (_now, serial) => `run-${serial}`,
+    });
+  }
+
+  #relist(): void {
+    const now = this.#options.clock.now();
+    for (const object of this.#options.server.list()) {
+      const key = storedKeyOf(object);
+      this.#copy.set(key, object);
+      this.#feed({ _tag: "Changed", type: "ADDED", key, object, now });
+    }
+  }
+
+  /** Hands the watch events that came meanwhile to the core, updating the copy as an informer does. */
+  #deliver(): void {
+    for (let event = this.#pending.shift(); event !== undefined; event = this.#pending.shift()) {
+      const key = storedKeyOf(event.object);
+      const now = this.#options.clock.now();
+      if (event.type === "DELETED") {
+        if (this.#copy.get(key) !== undefined) this.#copy.delete(key);
+        this.#feed({ _tag: "Changed", type: "DELETED", key, object: event.object, now });
+        continue;
+      }
+      // An event older than the copy (the echo of a write already stored) carries nothing newer.
+      const copy = this.#copy.get(key);
+      const order =
+        copy === undefined ? undefined : compareResourceVersions(versionOf(event.object), versionOf(copy));
+      const object = copy !== undefined && order !== undefined && order <= 0 ? copy : event.object;
+      this.#copy.set(key, object);
+      this.#feed({ _tag: "Changed", type: event.type, key, object, now });
+    }
+  }
+
+  #enqueue(key: string): void {
+    if (!this.#ready.includes(key)) this.#ready.push(key);
+  }
+
+  #hangingCalls(): Call[] {
+    return [...this.#calls.values()]
+      .filter((call) => call.abort !== undefined)
+      .sort((a, b) => a.record.id - b.record.id);
+  }
+
+  // ---- performing the core's commands ------------------------------------------------------------
+
+  /** Steps the core with `input` and performs its commands, feeding answers back, until none is left. */
+  #feed(input: CoreInput): void {
+    const epoch = this.epoch;
+    const queue = this.#core.step(input);
+    for (let command = queue.shift(); command !== undefined; command = queue.shift()) {
+      const next = this.#perform(command);
+      // A crash ends this controller's life: the rest of the commands are lost with it.
+      if (this.epoch !== epoch) return;
+      if (next !== undefined) queue.push(...this.#core.step(next));
+    }
+  }
+
+  #perform(command: CoreCommand<Task>): CoreInput | undefined {
+    const { clock } = this.#options;
+    switch (command._tag) {
+      case "Wake":
+        this.#enqueue(command.key);
+        return undefined;
+      case "Store": {
+        const key = storedKeyOf(command.object as JsonObject);
+        const copy = this.#copy.get(key);
+        if (copy === undefined || metadataOf(copy).uid === metadataOf(command.object as JsonObject).uid)
+          this.#copy.set(key, command.object as JsonObject);
+        return undefined;
+      }
+      case "DueChanged":
+      case "Log":
+        return undefined;
+      case "Abort": {
+        const call = this.#calls.get(command.callId);
+        if (call?.abort === undefined) return undefined;
+        call.record.dropped = "cancelled";
+        call.abort.abort(new Error("the task was deleted during the call"));
+        return undefined;
+      }
+      case "Started": {
+        const { pass, step, kept } = command;
+        this.#performed.set(pass.id, []);
+        this.#settled.delete(pass.key);
+        const record = kept === undefined ? undefined : this.#calls.get(kept)?.record;
+        // A kept result the machine set aside (the task moved on) is superseded; one it ignored while
+        // calling the same phase again is not, and the no-repeated-calls property will say so.
+        const replayed = step.pass.unwritten !== undefined;
+        const callsAgain = step.pass.pending.some((e) => e._tag === "RunPhase" && e.phase === record?.phase);
+        if (record !== undefined && !replayed && !callsAgain) record.dropped = "superseded";
+        return undefined;
+      }
+      case "CallEnded": {
+        const record = this.#calls.get(command.callId)?.record;
+        if (record === undefined) return undefined;
+        if (command.current) record.outcome = command.outcome;
+        if (command.reply.kind === "defect" && command.report)
+          this.#options.onDefect?.({ call: record, reconcileID: command.pass.runId, defect: command.reply });
+        return undefined;
+      }
+      case "Ended": {
+        const { pass, step } = command;
+        const effects = this.#performed.get(pass.id) ?? [];
+        this.#performed.delete(pass.id);
+        const record = {
+          uid: pass.uid,
+          name: splitKey(pass.key)[1],
+          at: pass.started,
+          transitions: step.pass.transitions,
+        };
+        if (command.how === "ended" && command.end !== undefined) {
+          effects.push(command.end._tag);
+          const held = command.holds === undefined ? undefined : this.#calls.get(command.holds)?.record;
+          if (held !== undefined) held.unwritten = true;
+          this.passes.push({ ...record, end: command.end, effects });
+          this.#settled.set(pass.key, {
+            resourceVersion: versionOf(pass.object as JsonObject),
+            at: clock.now(),
+          });
+        } else {
+          const aborted =
+            step._tag === "Stopped" && step.stopped._tag !== "Gone" ? step.stopped.cause : "gone";
+          this.passes.push({ ...record, aborted, effects });
+        }
+        return undefined;
+      }
+      case "Perform":
+      case "Call":
+        return this.#crashes(command) ? undefined : this.#request(command);
+    }
+  }
+
+  /** Counts down to a crash asked for with `crashAfter`; crashes (recording the pass) when it is due. */
+  #crashes(command: Extract<CoreCommand<Task>, { _tag: "Perform" | "Call" }>): boolean {
+    if (this.#crashCountdown === undefined) return false;
+    if (this.#crashCountdown > 0) {
+      this.#crashCountdown -= 1;
+      return false;
+    }
+    const { pass } = command;
+    const held = pass.holds === undefined ? undefined : this.#calls.get(pass.holds)?.record;
+    if (held !== undefined) held.dropped ??= "crash";
+    this.passes.push({
+      uid: pass.uid,
+      name: splitKey(pass.key)[1],
+      at: pass.started,
+      transitions: pass.step.pass.transitions,
+      aborted: "crash",
+      effects: this.#performed.get(pass.id) ?? [],
+    });
+    this.crash();
+    return true;
+  }
+
+  /** Performs a write, an Event or a handler call; answers what the core is to hear (nothing: a hang). */
+  #request(command: Extract<CoreCommand<Task>, { _tag: "Perform" | "Call" }>): CoreInput | undefined {
+    const { clock } = this.#options;
+    const { pass } = command;
+    const now = clock.now();
+    if (command._tag === "Call") {
+      this.#performed.get(pass.id)?.push("RunPhase");
+      return this.#call(command);
+    }
+    const { request } = command;
+    this.#performed.get(pass.id)?.push(request._tag);
+    if (request._tag === "RecordEvent") {
+      const name = splitKey(pass.key)[1];
+      this.events.push({
+        uid: pass.uid,
+        name,
+        eventType: request.eventType,
+        reason: request.reason,
+        note: request.note,
+        at: now,
+      });
+      return { _tag: "Answered", pass: pass.id, answer: Answer.Done({ now }), now };
+    }
+    const [namespace, name] = splitKey(pass.key);
+    const target = { uid: pass.uid, namespace, name, object: command.object as JsonObject };
+    const written = this.#writes.write(target, request, command.carriesResult);
+    const answer = answerOf(written, clock.now());
+    const writesResult = request._tag === "PatchStatus" || request._tag === "RemoveFinalizer";
+    const held = pass.holds === undefined ? undefined : this.#calls.get(pass.holds)?.record;
+    if (answer._tag === "Done" && writesResult && command.carriesResult && held !== undefined) {
+      held.persisted = true;
+      held.persistedAt = clock.now();
+    }
+    return {
+      _tag: "Answered",
+      pass: pass.id,
+      answer,
+      now: clock.now(),
+      ...(written.kind === "ok" && written.object !== undefined ? { written: written.object } : {}),
+    };
+  }
+
+  /** Calls the handler's scripted behaviour; a hanging call is answered later, by `resolveCall`. */
+  #call(command: Extract<CoreCommand<Task>, { _tag: "Call" }>): CoreInput | undefined {
+    const { clock, config, server } = this.#options;
+    const { pass, phase, attempt, callId } = command;
+    const [namespace, name] = splitKey(pass.key);
+    const stored = server.get(namespace, name);
+    const storedFinalizers = stored.ok ? (metadataOf(stored.value).finalizers ?? []) : [];
+    const record: HandlerCall = {
+      id: this.calls.length + 1,
+      uid: pass.uid,
+      name,
+      phase,
+      at: clock.now(),
+      epoch: this.epoch,
+      eventIndex: server.events.length,
+      finalizerPresent: Array.isArray(storedFinalizers) && storedFinalizers.includes(config.finalizer),
+      group: pass.group,
+      persisted: false,
+    };
+    this.calls.push(record);
+    const abort = new AbortController();
+    const call: Call = { record, key: pass.key, abort: undefined };
+    this.#calls.set(callId, call);
+    const behaviour: Behaviour =
+      pass.facts.invalid !== undefined
+        ? { kind: "throw", message: "undecodable task" }
+        : this.#options.behaviour(pass.facts, phase, {
+            attempt,
+            reconcileID: pass.runId,
+            signal: abort.signal,
+          });
+    if (behaviour.kind === "hang") {
+      call.abort = abort;
+      return undefined;
+    }
+    const reply: HandlerReply =
+      behaviour.kind === "return"
+        ? behaviour.outcome
+        : behaviour.kind === "defect"
+          ? behaviour.defect
+          : defectOf(behaviour.message);
+    record.endedAt = clock.now();
+    record.endedAfterCalls = this.calls.length;
+    return { _tag: "Returned", callId, reply, now: clock.now() };
   }
 }

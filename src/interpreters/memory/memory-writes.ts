@@ -2,8 +2,7 @@
  * The memory interpreter's writes: each write request performed against `MemoryApiServer`
  * (perform-write.ts) with the faults a test asked for (a failed status write or DELETE, a concurrent
  * edit before a metadata write, a user's action just before a result is written), recorded for the
- * checks, and remembered as our own so that their watch events wake no pass of their task (the
- * runtime's informer drops such echoes).
+ * checks.
  */
 import { isTaskWrite } from "../../effects/task-effect.ts";
 import type { PassRequest } from "../../reconcile/pass.ts";
@@ -23,14 +22,10 @@ export interface WriteTarget {
   readonly object: JsonObject;
 }
 
-const metadataOf = (object: JsonObject): JsonObject => (object.metadata ?? {}) as JsonObject;
-
 export class MemoryWrites {
   readonly records: WriteRecord[] = [];
   readonly #server: MemoryApiServer;
   readonly #clock: FakeClock;
-  /** resourceVersions our writes produced, until their watch event comes. */
-  readonly #own = new Set<string>();
   #failNextStatusWrite = false;
   #failNextDelete = false;
   #concurrentEditBeforeNextMetadataWrite = false;
@@ -61,16 +56,6 @@ export class MemoryWrites {
     this.#beforeNextResultWrite = act;
   }
 
-  /** Whether a watch event with this resourceVersion is the echo of our own write (asked once per event). */
-  isOwn(resourceVersion: string): boolean {
-    return this.#own.delete(resourceVersion);
-  }
-
-  /** A crash: the process forgets which writes were its own. */
-  forget(): void {
-    this.#own.clear();
-  }
-
   /** Performs one write. `carriesResult`: the pass holds a handler result this write may put on the object. */
   write(target: WriteTarget, request: WriteRequest, carriesResult: boolean): WriteResult {
     const server = this.#server;
@@ -97,12 +82,7 @@ export class MemoryWrites {
       this.#failNextStatusWrite = false;
       return { kind: "failed", reason: "status write failed: 500 Internal Server Error" };
     }
-    const before = server.events.length;
     const result = performWrite(server, target.object, request);
-    for (const event of server.events.slice(before)) {
-      const version = metadataOf(event.object).resourceVersion;
-      if (typeof version === "string" && metadataOf(event.object).uid === target.uid) this.#own.add(version);
-    }
     if (result.kind === "ok" && isTaskWrite(request))
       this.records.push({ uid: target.uid, name, effect: request._tag, at: now });
     return result;
