@@ -30,6 +30,7 @@ export const completionFlags: Readonly<Record<string, ReadonlyArray<string>>> = 
   describe: common,
   wait: ["--wait-timeout", ...common],
   delete: ["-l", "--selector", "--wait", "--wait-timeout", ...common],
+  history: ["-o", "--output", ...common],
   machine: ["--format", "-h", "--help"],
   completion: ["-h", "--help"],
 };
@@ -45,6 +46,7 @@ const commands = [
   "describe",
   "wait",
   "delete",
+  "history",
   "completion",
   "help",
 ];

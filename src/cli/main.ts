@@ -5,7 +5,7 @@
  *   dev          start a local control plane and run the controller on it (no cluster needed)
  *   machine      print the task lifecycle machine (json | mermaid | dot | svg)
  *   crd          print the CRD a module exports (taskCrd's result) as YAML
- *   snapshot, maintain, get, describe, wait, delete   the task CLI (src/cli/task; also `kubectl opstask`)
+ *   snapshot, maintain, get, describe, wait, delete, history   the task CLI (src/cli/task; also `kubectl opstask`)
  *   completion   a bash or zsh completion script
  */
 import { readFile } from "node:fs/promises";
@@ -27,6 +27,7 @@ Commands:
   crd          print a task kind's CRD: crd --module <file> --export <name> (a taskCrd(...) result)
   version      print the version (also --version)
   delete       delete tasks: delete NAME… | -l SELECTOR
+  history      last outcomes per task type of a target (an Etcd), kept after the tasks' TTL
   completion   print a shell completion script: completion bash|zsh
 
 Every command takes --help. Task commands take --kubeconfig, --context and -n/--namespace.

@@ -47,7 +47,7 @@ describe("taskCli's list of commands", () => {
     expect(help.err).toBe("");
     expect(help.out).toContain("Usage: probe-cli <command> [arguments]\n");
     expect(help.out).toContain("Commands (tasks: probes (Probe)):\n");
-    for (const command of ["get", "describe", "wait", "create", "delete", "replay"])
+    for (const command of ["get", "describe", "wait", "create", "delete", "history", "replay"])
       expect(help.out).toMatch(new RegExp(`^  ${command} +\\S`, "m"));
     expect(help.out).toMatch(/^ {2}replay +replay a finished probe$/m);
     expect(help.out).not.toMatch(/etcd|snapshot|maintain/i);
@@ -160,6 +160,7 @@ describe("makeTaskCommands", () => {
       "delete",
       "describe",
       "get",
+      "history",
       "wait",
     ]);
     // The kinds are required (nothing defaults to EtcdOpsTask), at least one: checked by the compiler.

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import { makeTaskCommands } from "../../src/cli/task/index.ts";
 import { decodeEntries } from "../../src/history/history-entry.ts";
 import {
   completed,
@@ -18,7 +19,8 @@ import {
   type TaskController,
 } from "../../src/index.ts";
 import { createTestNamespace, useControlPlane } from "../support/cluster.ts";
-import { type Probe, probeKind } from "../support/probe-kind.ts";
+import { type Probe, probeCliKind, probeKind } from "../support/probe-kind.ts";
+import { captureTaskIo } from "../support/task-io.ts";
 import { waitFor } from "../support/wait.ts";
 
 const group = "tests.opstask.dev";
@@ -159,5 +161,34 @@ describe("task history outlives the TTL and the controller", () => {
     await controller?.stop();
     controller = await start(kc, namespace);
     expect(await historyLines(controller)).toEqual(before);
+
+    // `history <target>`: the deleted tasks' outcomes, one row per type.
+    const history = async (...args: string[]) => {
+      const { io, captured } = captureTaskIo();
+      const code = await makeTaskCommands(() => io, [probeCliKind]).history?.([
+        ...args,
+        "--kubeconfig",
+        cluster().kubeconfigPath,
+        "-n",
+        namespace,
+      ]);
+      return { code, ...captured };
+    };
+    const bad = await history("host-bad");
+    expect(bad.code).toBe(0);
+    const [header, row, ...rest] = bad.out.trimEnd().split("\n");
+    expect(header).toMatch(/^TYPE +LAST SUCCESS +LAST FAILURE +LAST OUTCOME +DURATION +ERROR CODE$/);
+    expect(row).toMatch(
+      /^ping +<none> +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(\d+s ago\) +Failed \d+s ago +[\d.]+s +ERR_NO_PONG$/,
+    );
+    expect(rest).toEqual([]);
+    const all = await history();
+    expect(all.out.split("\n")[0]).toMatch(/^TARGET +TYPE +LAST SUCCESS/);
+    expect(all.out).toMatch(/^host-good +ping +\d{4}-.*Succeeded/m);
+    expect(await history("host-none")).toEqual({
+      code: 1,
+      out: "",
+      err: `opstask history: no history of host-none in namespace ${namespace} (targets recorded: host-bad, host-good)\n`,
+    });
   }, 120_000);
 });

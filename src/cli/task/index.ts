@@ -9,8 +9,9 @@
  *   wait <task>                         follow a task until it ends
  *   create -f FILE                      a task from a manifest, checked by the kind's decoder first
  *   delete NAME… | -l SELECTOR          delete tasks
+ *   history [<target>]                  last outcomes per task type, kept after the tasks' TTL
  *
- * get, describe, wait, create and delete work for any task kind (`makeTaskCommands` takes the kinds,
+ * get, describe, wait, create, delete and history work for any task kind (`makeTaskCommands` takes the kinds,
  * the first the default of `--kind`); snapshot and maintain create EtcdOpsTasks (`makeOpstaskCommands`).
  */
 import * as Effect from "effect/Effect";
@@ -39,6 +40,7 @@ import {
 import { deleteTasks } from "./delete.ts";
 import { describeTask } from "./describe.ts";
 import { etcdCliKind } from "./etcd-kind.ts";
+import { historyCommandSpec } from "./history.ts";
 import { processIo, type TaskIo } from "./io.ts";
 import { readManifestFile } from "./manifest-file.ts";
 import { parseOutputFormat } from "./output.ts";
@@ -356,7 +358,7 @@ ${exitHelp}`,
     },
   };
 
-  return [get, describe, wait, create, remove];
+  return [get, describe, wait, create, remove, historyCommandSpec(kinds)];
 };
 
 /** At least one kind: the first is what `--kind` defaults to. */
@@ -376,12 +378,12 @@ const commandsOf = (
     specs.map((spec) => [spec.name, { summary: spec.summary, run: runTaskCommand(spec, makeIo) }]),
   );
 
-/** get, describe, wait, create and delete for `kinds`, each with its help line (what `taskCli` lists). */
+/** get, describe, wait, create, delete and history for `kinds`, each with its help line (what `taskCli` lists). */
 export const describedTaskCommands = (makeIo: () => TaskIo, kinds: CliKinds): Record<string, NamedCommand> =>
   commandsOf(kindSpecs(kinds), makeIo);
 
 /**
- * get, describe, wait, create and delete for `kinds`, writing to `makeIo()`'s streams (tests capture
+ * get, describe, wait, create, delete and history for `kinds`, writing to `makeIo()`'s streams (tests capture
  * them); `taskCli` builds a whole command line over them.
  */
 export const makeTaskCommands = (makeIo: () => TaskIo, kinds: CliKinds): Record<string, TaskCommand> =>
