@@ -19,6 +19,7 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^opstask$/, replacement: source("./src/index.ts") },
+      { find: /^opstask\/advanced$/, replacement: source("./src/advanced.ts") },
       { find: /^opstask\/testing$/, replacement: source("./src/testing.ts") },
       { find: /^opstask\/crd$/, replacement: source("./src/crd.ts") },
       { find: /^opstask\/cli$/, replacement: source("./src/cli.ts") },

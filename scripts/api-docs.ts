@@ -1,6 +1,6 @@
 /**
  * The API reference in docs/api/, generated from the TSDoc of the library's entries (`opstask`,
- * `opstask/testing`, `opstask/crd`, `opstask/cli`) with TypeDoc and its Markdown plugin. TypeDoc needs TypeScript 6
+ * `opstask/advanced`, `opstask/testing`, `opstask/crd`, `opstask/cli`) with TypeDoc and its Markdown plugin. TypeDoc needs TypeScript 6
  * while the repository builds with 7, so the tools live in scripts/api-docs/ with their own lock;
  * they are installed there on first use (`npm ci`).
  *

@@ -4,13 +4,8 @@
  * point 6) never fails a task because the API server was away. Other rejections still are defects.
  */
 import { describe, expect, it } from "vitest";
-import {
-  ApiUnavailableCode,
-  completed,
-  memberHandlers,
-  ObjectsUnavailable,
-  promiseHandler,
-} from "../../src/index.ts";
+import { ApiUnavailableCode } from "../../src/advanced.ts";
+import { completed, memberHandlers, ObjectsUnavailable, promiseHandler } from "../../src/index.ts";
 import { ApiCallError, type KubeClient } from "../../src/kube/kube-client.ts";
 import { kubeObjectGetter } from "../../src/runtime/handler-context-kube.ts";
 import { simulate } from "../../src/testing.ts";

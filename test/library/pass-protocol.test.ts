@@ -1,5 +1,6 @@
 /**
- * The pass protocol as a library user drives it, importing only the package entry point: a whole
+ * The pass protocol as a library user drives it, importing only the package's entries (the pass
+ * protocol is `opstask/advanced`, the outcome type the root's): a whole
  * lifecycle — claim, admit, execute, TTL, DELETE, cleanup, release — pass by pass, each request
  * performed by the test itself (the object between passes is folded from what was performed).
  */
@@ -10,11 +11,11 @@ import {
   lifecycleConfig,
   type PassInput,
   type PassRequest,
-  type PhaseOutcome,
   type Step,
   start,
   type TaskObservation,
-} from "../../src/index.ts";
+} from "../../src/advanced.ts";
+import type { PhaseOutcome } from "../../src/index.ts";
 import { choreKind } from "./new-kind/chore-kind.ts";
 
 const config = lifecycleConfig(choreKind);

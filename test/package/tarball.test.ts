@@ -30,7 +30,7 @@ const manifest = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")
 const exampleFiles = ["greeting.ts", "handlers.ts", "simulation.ts", "main.ts", "cli.ts"];
 /** examples/backup-verify, copied whole: it imports only the package's public entries. */
 const backupVerify = join(repoRoot, "examples", "backup-verify");
-const libraryEntries = ["index.js", "testing.js", "crd.js"];
+const libraryEntries = ["index.js", "advanced.js", "testing.js", "crd.js"];
 /** Packages only CLI commands use; a library user must not load them. */
 const cliOnlyPackages = ["@statelyai/inspect", "ws"];
 /**
@@ -101,7 +101,7 @@ describe("the packed library in a fresh project", () => {
     expect(result.stdout).toBe("");
   });
 
-  it("loads no CLI-only code or dependency from opstask, opstask/testing or opstask/crd", () => {
+  it("loads no CLI-only code or dependency from opstask, opstask/advanced, opstask/testing or opstask/crd", () => {
     const graph = importGraph(libraryEntries.map((entry) => join(installed, "dist", entry)));
     const packages = [...graph.packages.keys()].map(packageName);
     expect(packages.filter((name) => cliOnlyPackages.includes(name))).toEqual([]);

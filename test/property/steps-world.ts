@@ -3,9 +3,11 @@
  * log of runs and undos, and the conditions the waits poll), a fault injector on the progress writes
  * (a crash just before or just after the N-th one), and a driver that runs the lifecycle to its end.
  */
+
+import { stepAnnotationNames } from "../../src/advanced.ts";
 import type { TaskHandler } from "../../src/handlers/handler.ts";
 import type { HandlerContext, OwnTask } from "../../src/handlers/handler-context.ts";
-import { promiseStep, stepAnnotationNames, stepsHandler } from "../../src/index.ts";
+import { promiseStep, stepsHandler } from "../../src/index.ts";
 import { type Simulation, simulate } from "../../src/testing.ts";
 import { type Chore, choreKind } from "../library/new-kind/chore-kind.ts";
 

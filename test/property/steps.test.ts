@@ -5,7 +5,7 @@
  * a copy of the first's manifest, and each wait's deadline.
  */
 import { describe, expect, it } from "vitest";
-import { StepErrorCodes } from "../../src/index.ts";
+import { StepErrorCodes } from "../../src/advanced.ts";
 import {
   chore,
   deadlines,
