@@ -21,14 +21,9 @@
 import * as Result from "effect/Result";
 import { type CronTimes, parseCron } from "./cron-times.ts";
 import type { ObservedRun } from "./observed-run.ts";
+import { readyCondition } from "./ready-condition.ts";
 import { maxScheduleNameLength, rfc3339, runName } from "./run-names.ts";
-import {
-  type ActiveRun,
-  type Condition,
-  maxSkippedRuns,
-  type ScheduleStatus,
-  type SkippedRun,
-} from "./schedule-status.ts";
+import { type ActiveRun, maxSkippedRuns, type ScheduleStatus, type SkippedRun } from "./schedule-status.ts";
 
 export const ConcurrencyPolicies = ["Forbid", "Allow", "Replace"] as const;
 export type ConcurrencyPolicy = (typeof ConcurrencyPolicies)[number];
@@ -102,24 +97,6 @@ export const lastHandledTime = (
     ...runs.map((run) => run.scheduledTime),
     ...(status.skippedRuns ?? []).map((skip) => timeOf(skip.scheduledTime)),
   );
-
-const readyCondition = (
-  previous: ScheduleStatus,
-  now: number,
-  status: Condition["status"],
-  reason: string,
-  message: string,
-): Condition => {
-  const before = previous.conditions?.find((condition) => condition.type === "Ready");
-  return {
-    type: "Ready",
-    status,
-    reason,
-    message,
-    lastTransitionTime:
-      before !== undefined && before.status === status ? before.lastTransitionTime : rfc3339(now),
-  };
-};
 
 /** Newest first, one entry per (time, reason), at most `maxSkippedRuns`. */
 const withSkips = (previous: ReadonlyArray<SkippedRun>, added: ReadonlyArray<SkippedRun>): SkippedRun[] => {
