@@ -299,7 +299,7 @@ export class TaskCore<Task> {
     // A finished task seen first (a takeover) waits for its TTL undecoded; its timer's pass decodes it.
     const settled =
       type !== "DELETED" && this.#scheduler.mayReadUngrouped(key) ? settledFacts(kind, object) : undefined;
-    const read = settled === undefined ? readTask(kind, object) : undefined;
+    const read = settled === undefined ? (this.#decoded.get(object) ?? readTask(kind, object)) : undefined;
     const facts = settled ?? read?.facts;
     // Unreadable metadata: its turn logs why; nothing else can act on it.
     if (facts === undefined) return type === "DELETED" ? [] : this.#wakeFor([key], "object changed");

@@ -1,8 +1,8 @@
 /**
  * What can happen to the world, as fast-check commands: tasks created (several per etcd, some at the
  * same instant), handler outcomes (scripted per task, including hangs and throws), clock advances,
- * user deletes, label edits, foreign finalizers, conflicting writes, failed status writes, and
- * controller crashes between any two effects.
+ * user deletes, label edits, foreign finalizers, conflicting writes, failed status writes, a watch
+ * that lags behind (with a resync meanwhile), and controller crashes between any two effects.
  */
 import fc from "fast-check";
 import type { Behaviour } from "../../src/interpreters/memory/controller.ts";
@@ -200,6 +200,27 @@ class Crash implements Command {
   toString = () => `crashAfter(${this.afterEffects} effects)`;
 }
 
+/**
+ * The watch falls behind while the controller works (its copy goes stale: a task whose last finalizer
+ * it removed is still in it), a resync wakes every task, and then the watch catches up.
+ */
+class LaggingWatch implements Command {
+  readonly resync: boolean;
+  constructor(resync: boolean) {
+    this.resync = resync;
+  }
+  check = () => true;
+  run(_: object, world: World): void {
+    world.controller.lagWatch();
+    world.controller.runUntilIdle();
+    if (this.resync) world.controller.resync();
+    world.controller.runUntilIdle();
+    world.controller.catchUp();
+    world.controller.runUntilIdle();
+  }
+  toString = () => `laggingWatch(${this.resync ? "resync" : "no resync"})`;
+}
+
 class FailNextStatusWrite implements Command {
   check = () => true;
   run(_: object, world: World): void {
@@ -292,6 +313,7 @@ export const commandArbs = [
   nameArb.map((name) => new ToggleForeignFinalizer(name)),
   fc.nat({ max: 8 }).map((n) => new Crash(n)),
   fc.constant(new FailNextStatusWrite()),
+  fc.boolean().map((resync) => new LaggingWatch(resync)),
   fc.constant(new FailNextDelete()),
   fc.constant(new ConcurrentEdit()),
   fc.constantFrom<"delete" | "label">("delete", "label").map((action) => new BetweenReturnAndWrite(action)),

@@ -89,6 +89,8 @@ export class SimulatedController<Task> {
   /** The resourceVersion each key's last normally ended pass left behind, and when that pass ended. */
   readonly #settled = new Map<string, { readonly resourceVersion: string; readonly at: number }>();
   #crashCountdown: number | undefined;
+  /** The watch lags: events wait until `catchUp` (the copy and the core see the world as it was). */
+  #lagging = false;
   readonly #writes: MemoryWrites;
 
   constructor(options: SimulatedControllerOptions<Task>) {
@@ -111,6 +113,25 @@ export class SimulatedController<Task> {
       this.#feed({ _tag: "Turn", key, now: this.#options.clock.now() });
     }
     return count;
+  }
+
+  /**
+   * Re-derives every known task's next step, as the runtime's periodic resync does (settled tasks cost
+   * no machine run; a released task no pass).
+   */
+  resync(): void {
+    this.#feed({ _tag: "Resync", keys: [...this.#copy.keys()] });
+  }
+
+  /** The watch falls behind: no event reaches the controller until `catchUp` (its copy goes stale). */
+  lagWatch(): void {
+    this.#lagging = true;
+  }
+
+  /** The watch delivers what it held back. */
+  catchUp(): void {
+    this.#lagging = false;
+    this.#deliver();
   }
 
   /** Moves the clock forward by `ms`, running the keys the core has due, in time order. */
@@ -161,6 +182,7 @@ export class SimulatedController<Task> {
     this.#copy.clear();
     this.#pending.length = 0;
     this.#crashCountdown = undefined;
+    this.#lagging = false;
     this.#relist();
   }
 
@@ -269,6 +291,7 @@ export class SimulatedController<Task> {
 
   /** Hands the watch events that came meanwhile to the core, updating the copy as an informer does. */
   #deliver(): void {
+    if (this.#lagging) return;
     for (let event = this.#pending.shift(); event !== undefined; event = this.#pending.shift()) {
       const key = storedKeyOf(event.object);
       const now = this.#options.clock.now();

@@ -78,7 +78,8 @@ export const performWrite = (
     return { kind: "failed", reason: `${result.error.code} ${result.error.reason}: ${result.error.message}` };
   }
   if (metadataOf(result.value).uid !== meta.uid) return { kind: "gone" };
-  return { kind: "ok", object: server.get(namespace, name).ok ? result.value : undefined };
+  // As the apiserver: the removal of a deleting object's last finalizer answers the object it removed.
+  return { kind: "ok", object: result.value };
 };
 
 /** A write's result as the pass protocol's answer (`now`: the fake clock). */
