@@ -29,6 +29,7 @@ import type { HandlerRegistry } from "../handlers/handler.ts";
 import { historyLimitsOf } from "../history/history-entry.ts";
 import { makeHistoryMetrics } from "../history/history-metrics.ts";
 import { historyConfigMapName } from "../history/history-store.ts";
+import { makePhaseAges, registerPhaseAgeMetrics } from "../history/phase-ages.ts";
 import { type HistoryLog, makeTaskHistory, type TaskHistory } from "../history/task-history.ts";
 import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { type FaultCounter, KubeFaults } from "../interpreters/kubernetes/fault-counter.ts";
@@ -282,12 +283,14 @@ export const runTaskController = async <Task, R = never>(
       : options.observer === undefined
         ? ops.metrics.observer
         : bothObservers(options.observer, ops.metrics.observer);
-  const recorded =
-    history === undefined
-      ? given
-      : given === undefined
-        ? history.observer
-        : bothObservers(given, history.observer);
+  // With metrics: how long tasks have been in their phase (the "stuck in a phase" alert's figure).
+  const phaseAges = ops.metrics === undefined ? undefined : makePhaseAges();
+  if (ops.metrics !== undefined && phaseAges !== undefined)
+    registerPhaseAgeMetrics(ops.metrics.registry, kind.resource.kind, phaseAges, config.phaseDeadlineMs);
+  const recorded = [history?.observer, phaseAges?.observer].reduce<ControllerObserver | undefined>(
+    (sofar, next) => (next === undefined ? sofar : sofar === undefined ? next : bothObservers(sofar, next)),
+    given,
+  );
   const observer = board === undefined ? recorded : alsoObserve(recorded ?? noObserver, board.observer);
   const runtime = ManagedRuntime.make(
     Layer.mergeAll(
@@ -368,7 +371,10 @@ export const runTaskController = async <Task, R = never>(
       handles.push(
         yield* runController({
           kind: board?.kind ?? kind,
-          handlers: board?.handlers(handlers) ?? handlers,
+          handlers:
+            phaseAges?.handlers(board?.handlers(handlers) ?? handlers, kind) ??
+            board?.handlers(handlers) ??
+            handlers,
           config,
           kubeConfig: client,
           concurrency: options.concurrency ?? 3,
