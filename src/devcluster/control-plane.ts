@@ -45,6 +45,14 @@ export interface ControlPlaneOptions {
   /** Parent directory for the scratch directory (default os.tmpdir()). */
   readonly tmpDir?: string;
   readonly apiserverArgs?: readonly string[];
+  /**
+   * The address kube-apiserver binds and advertises (default 127.0.0.1). Any other address must be
+   * this machine's own (the local node's host interface: src/devcluster/node) and also becomes the
+   * `kubernetes` Service's endpoint, so that pods reach the apiserver.
+   */
+  readonly bindAddress?: string;
+  /** Admit pods with their ServiceAccount's API token (a controller-manager creates the accounts). */
+  readonly serviceAccounts?: boolean;
   readonly etcdArgs?: readonly string[];
   /** Stream etcd/kube-apiserver output to stderr (also: OPSTASK_DEVCLUSTER_VERBOSE=1). */
   readonly verbose?: boolean;
@@ -59,7 +67,7 @@ export interface ServiceAccountTokenOptions {
 }
 
 export interface ControlPlane {
-  /** https://127.0.0.1:<port> */
+  /** https://<bind address, default 127.0.0.1>:<port> */
   readonly server: string;
   /** Bearer token of `admin` (system:masters). */
   readonly token: string;
@@ -69,6 +77,8 @@ export interface ControlPlane {
   readonly etcdUrl: string;
   /** Scratch directory (etcd data, certificates, tokens); removed by stop(). */
   readonly dir: string;
+  /** The private key kube-apiserver signs ServiceAccount tokens with (a controller-manager's too). */
+  readonly serviceAccountKeyFile: string;
   readonly binaries: ControlPlaneBinaries;
   /** Wall time of startControlPlane after the binaries were located, in ms. */
   readonly startupMs: number;
@@ -193,6 +203,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       onLine: tails.sink("kube-apiserver"),
       ...(options.users !== undefined ? { users: options.users } : {}),
       ...(options.apiserverArgs !== undefined ? { extraArgs: options.apiserverArgs } : {}),
+      ...(options.bindAddress !== undefined ? { bindAddress: options.bindAddress } : {}),
+      ...(options.serviceAccounts !== undefined ? { serviceAccounts: options.serviceAccounts } : {}),
     });
     apiserverProcess = apiserver.process;
     log(`devcluster: kube-apiserver ready at ${apiserver.server} after ${Date.now() - started} ms`);
@@ -238,6 +250,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     kubeconfigPath,
     etcdUrl,
     dir,
+    serviceAccountKeyFile: join(dir, "apiserver", "sa.key"),
     binaries,
     startupMs,
     makeKubeConfig: adminKubeConfig,

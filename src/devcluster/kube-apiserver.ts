@@ -28,13 +28,20 @@ export interface KubeApiserverOptions {
   /** Besides `admin` (system:masters). */
   readonly users?: readonly TokenUser[];
   readonly extraArgs?: readonly string[];
+  /**
+   * The address kube-apiserver binds and advertises (default 127.0.0.1). Any other address also
+   * gives the `kubernetes` Service endpoints (that address), so that pods reach the apiserver.
+   */
+  readonly bindAddress?: string;
+  /** Admit pods with their ServiceAccount and its API token (needs a controller-manager). */
+  readonly serviceAccounts?: boolean;
   readonly scratchDir?: string;
   readonly onLine?: (line: string) => void;
 }
 
 export interface RunningKubeApiserver {
   readonly process: ManagedProcess;
-  /** https://127.0.0.1:<port> */
+  /** https://<bind address>:<port> */
   readonly server: string;
   /** PEM bundle of the self-signed serving certificate and its CA. */
   readonly caPem: string;
@@ -48,6 +55,7 @@ export interface RunningKubeApiserver {
 }
 
 export const ADMIN_USER = "admin";
+const LOOPBACK = "127.0.0.1";
 const PORT_RETRIES = 3;
 
 const csvField = (value: string): string => `"${value.replaceAll('"', '""')}"`;
@@ -73,25 +81,28 @@ function writeAuthFiles(dir: string, users: readonly TokenUser[]): Map<string, I
 }
 
 function apiserverArgs(o: KubeApiserverOptions, port: number, certDir: string): string[] {
+  const address = o.bindAddress ?? LOOPBACK;
   return [
     `--etcd-servers=${o.etcdUrl}`,
     `--cert-dir=${certDir}`,
     `--secure-port=${port}`,
-    "--bind-address=127.0.0.1",
-    "--advertise-address=127.0.0.1",
+    `--bind-address=${address}`,
+    `--advertise-address=${address}`,
     // Services take addresses from 198.18.0.0/15 (reserved for benchmarking, never routed), never from
     // a private or public range: a local node's pods and Services must not collide with real networks.
     "--service-cluster-ip-range=198.19.0.0/24",
     "--allow-privileged=true",
     "--authorization-mode=RBAC",
     `--token-auth-file=${join(o.dir, "tokens.csv")}`,
-    // No controller-manager creates default service accounts.
-    "--disable-admission-plugins=ServiceAccount",
-    `--service-account-issuer=https://127.0.0.1:${port}`,
+    // Without a controller-manager no one creates the default service accounts pods would need.
+    ...(o.serviceAccounts === true ? [] : ["--disable-admission-plugins=ServiceAccount"]),
+    `--service-account-issuer=https://${address}:${port}`,
     `--service-account-key-file=${join(o.dir, "sa.pub")}`,
     `--service-account-signing-key-file=${join(o.dir, "sa.key")}`,
-    // The `kubernetes` Service would otherwise point at 127.0.0.1 (log noise, nothing gained).
-    "--endpoint-reconciler-type=none",
+    // On 127.0.0.1 the `kubernetes` Service would point at the loopback (no one could use it).
+    ...(address === LOOPBACK ? ["--endpoint-reconciler-type=none"] : []),
+    // The node's name is not in any DNS this machine may ask: reach kubelets by their address.
+    "--kubelet-preferred-address-types=InternalIP",
     ...(o.extraArgs ?? []),
   ];
 }
@@ -113,10 +124,11 @@ export async function startKubeApiserver(options: KubeApiserverOptions): Promise
   if (admin === undefined) throw new Error("unreachable: no admin token");
 
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const address = options.bindAddress ?? LOOPBACK;
+    const port = await freePort(address);
     const certDir = join(options.dir, `pki-${attempt}`);
     mkdirSync(certDir, { recursive: true, mode: 0o700 });
-    const server = `https://127.0.0.1:${port}`;
+    const server = `https://${address}:${port}`;
     const spawnProcess = () =>
       startProcess({
         name: "kube-apiserver",

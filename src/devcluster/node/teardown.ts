@@ -1,0 +1,134 @@
+// Removing everything a node added to the host, from its slot record alone: used by stop() after the
+// components were asked to stop, and for the leftovers of an earlier run whose process died (then
+// nothing was asked to stop). Order: processes (pods, shims, anything in the namespace), then mounts
+// and the pods' network namespaces, then the node's namespace with its routes, the cgroup, the host
+// sysctls, and the files the kubelet writes outside its directory.
+import { existsSync, readdirSync, readlinkSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { sleep } from "../deadline.ts";
+import { cgroupProcesses, removeNodeCgroup } from "./cgroups.ts";
+import { containerdPaths, removeShimLeftovers, shimProcesses } from "./containerd.ts";
+import { restoreSysctls } from "./host-sysctls.ts";
+import { podNetworkNamespaces, removeNetworkNamespaceFiles, unmountUnder } from "./mounts.ts";
+import { removeNodeNetwork } from "./network.ts";
+import { ownerAlive, readSlotRecords, releaseSlot, type SlotRecord } from "./node-slot.ts";
+
+/** PIDs of processes whose network namespace is the node's. */
+export function namespaceProcesses(netns: string): number[] {
+  let inode: number;
+  try {
+    inode = statSync(`/run/netns/${netns}`).ino;
+  } catch {
+    return [];
+  }
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (readlinkSync(`/proc/${entry}/ns/net`) === `net:[${inode}]`) pids.push(Number(entry));
+    } catch {
+      // exited meanwhile, or a kernel thread
+    }
+  }
+  return pids;
+}
+
+const killAll = (pids: readonly number[]): void => {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone
+    }
+  }
+};
+
+/** Kills and waits (bounded) until `find` returns no process. */
+async function killUntilGone(find: () => number[], timeoutMs: number): Promise<number[]> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const pids = find();
+    if (pids.length === 0 || Date.now() >= end) return pids;
+    killAll(pids);
+    await sleep(100);
+  }
+}
+
+/** Every host-side trace of the node in `record`; returns what could not be removed (empty: clean). */
+export async function cleanUpNode(record: SlotRecord): Promise<string[]> {
+  const problems: string[] = [];
+  const paths = containerdPaths(record.dir);
+  // Pods first (their processes are in the node's cgroup), then the shims and anything else in the
+  // node's namespace (the kubelet, containerd and their helpers, should they still run).
+  const left = await killUntilGone(
+    () => [
+      ...cgroupProcesses(record.cgroupName),
+      ...shimProcesses(paths),
+      ...namespaceProcesses(record.netns),
+    ],
+    10_000,
+  );
+  if (left.length > 0) problems.push(`processes still running: ${left.join(", ")}`);
+
+  const podNamespaces = existsSync(paths.state) ? podNetworkNamespaces(paths.state) : [];
+  problems.push(...(await unmountUnder(record.dir)));
+  problems.push(...(await removeNetworkNamespaceFiles(podNamespaces)));
+  if (existsSync(paths.state)) removeShimLeftovers(paths);
+
+  problems.push(...(await removeNodeNetwork(record)));
+  // A cgroup can be removed only once its last process has been reaped.
+  let cgroupProblems: string[] = [];
+  for (let attempt = 0; attempt < 20; attempt++) {
+    cgroupProblems = removeNodeCgroup(record.cgroupName);
+    if (cgroupProblems.length === 0) break;
+    await sleep(100);
+  }
+  problems.push(...cgroupProblems);
+  if (record.sysctls !== undefined) problems.push(...restoreSysctls(record.sysctls));
+  removeKubeletHostFiles(record);
+  rmSync(record.dir, { recursive: true, force: true });
+  releaseSlot(record.slot);
+  return problems;
+}
+
+/**
+ * The kubelet writes a few files at fixed host paths whatever its root directory: the links in
+ * /var/log/containers (to its pod logs), and the device-plugin socket (shared by every kubelet on
+ * the machine: removed only when no other node is running).
+ */
+function removeKubeletHostFiles(record: SlotRecord): void {
+  const podLogs = join(record.dir, "kubelet", "pod-logs");
+  const containerLogs = "/var/log/containers";
+  if (existsSync(containerLogs)) {
+    for (const name of readdirSync(containerLogs)) {
+      try {
+        if (readlinkSync(join(containerLogs, name)).startsWith(`${podLogs}/`))
+          rmSync(join(containerLogs, name), { force: true });
+      } catch {
+        // not a link
+      }
+    }
+  }
+  const others = readSlotRecords().filter((other) => other.slot !== record.slot && ownerAlive(other));
+  if (others.length === 0) {
+    rmSync("/var/lib/kubelet/device-plugins/kubelet.sock", { force: true });
+    for (const dir of ["/var/lib/kubelet/device-plugins", "/var/lib/kubelet"]) {
+      try {
+        if (existsSync(dir) && readdirSync(dir).length === 0) rmSync(dir, { recursive: true });
+      } catch {
+        // in use
+      }
+    }
+  }
+}
+
+/** Cleans up after earlier runs whose owning process is gone; returns what it did not manage. */
+export async function sweepDeadNodes(log: (line: string) => void): Promise<string[]> {
+  const problems: string[] = [];
+  for (const record of readSlotRecords()) {
+    if (ownerAlive(record)) continue;
+    log(`local node: cleaning up slot ${record.slot} left by process ${record.ownerPid} (no longer running)`);
+    problems.push(...(await cleanUpNode(record)));
+  }
+  return problems;
+}
