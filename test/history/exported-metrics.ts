@@ -9,6 +9,7 @@ import { makePhaseAges, registerPhaseAgeMetrics } from "../../src/history/phase-
 import { FaultCounter } from "../../src/interpreters/kubernetes/fault-counter.ts";
 import { RequestCounter } from "../../src/kube/request-metrics.ts";
 import { makeControllerMetrics } from "../../src/runtime/metrics.ts";
+import { sumQueueMetrics } from "../../src/runtime/work-queue.ts";
 
 /** Labels Prometheus adds to every series it scrapes. */
 export const targetLabels = ["job", "instance"] as const;
@@ -16,7 +17,7 @@ export const targetLabels = ["job", "instance"] as const;
 export const exportedMetrics = async (): Promise<ReadonlyMap<string, ReadonlySet<string>>> => {
   const metrics = makeControllerMetrics("opstask_", { groupLabel: "etcd" });
   metrics.attach({
-    queue: () => ({ depth: 0, inFlight: 0, delayed: 0, adds: 0, waitMaxMs: 0 }),
+    queue: () => sumQueueMetrics([]),
     handlerCallsInFlight: () => 0,
     requests: new RequestCounter(),
     leader: () => true,
@@ -30,8 +31,13 @@ export const exportedMetrics = async (): Promise<ReadonlyMap<string, ReadonlySet
   const add = (name: string, labels: ReadonlyArray<string>) =>
     exported.set(name, new Set([...(exported.get(name) ?? []), ...labels, ...targetLabels]));
   for (const metric of registry.getMetricsAsArray()) {
-    const { name, type } = (await metric.get()) as { name: string; type: string };
-    const labels = (metric as unknown as { labelNames?: ReadonlyArray<string> }).labelNames ?? [];
+    // prom-client's metric objects carry their name, type and label names (its typings show less).
+    const { name, type, labelNames } = metric as unknown as {
+      name: string;
+      type: string;
+      labelNames?: ReadonlyArray<string>;
+    };
+    const labels = labelNames ?? [];
     if (type === "histogram") {
       add(`${name}_bucket`, [...labels, "le"]);
       add(`${name}_sum`, labels);
