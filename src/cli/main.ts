@@ -7,6 +7,7 @@
  *   crd          print the CRD a module exports (taskCrd's result) as YAML
  *   snapshot, maintain, get, describe, wait, delete, history   the task CLI (src/cli/task; also `kubectl opstask`)
  *   completion   a bash or zsh completion script
+ *   schedule     TaskSchedules: create, get, describe, suspend, resume, trigger (src/cli/schedule)
  */
 import { readFile } from "node:fs/promises";
 import { missingPackage } from "../optional-package.ts";
@@ -28,6 +29,7 @@ Commands:
   version      print the version (also --version)
   delete       delete tasks: delete NAME… | -l SELECTOR
   history      last outcomes per task type of a target (an Etcd), kept after the tasks' TTL
+  schedule     cron schedules of tasks: schedule create|get|describe|suspend|resume|trigger
   completion   print a shell completion script: completion bash|zsh
 
 Every command takes --help. Task commands take --kubeconfig, --context and -n/--namespace.
@@ -55,6 +57,7 @@ const commands: Record<string, Command> = {
     return (await import("./controller-command.ts")).controllerCommand(argv);
   },
   dev: async (argv) => (await import("./dev-command.ts")).devCommand(argv),
+  schedule: async (argv) => (await import("./schedule/opstask-schedule.ts")).opstaskScheduleCommand(argv),
   machine: async (argv) => (await import("./machine-command.ts")).machineCommand(argv),
   completion: async (argv) => (await import("./completion-command.ts")).completionCommand(argv),
   crd: async (argv) => (await import("./crd-command.ts")).crdCommand(argv),
