@@ -10,6 +10,7 @@
  * These names may change between 0.x minor versions more freely than the root entry's.
  */
 export { DecodeError, formatDecodeError } from "./api/decode-error.ts";
+export type { PolicyRule } from "./api/policy-rule.ts";
 export { ManifestMeta } from "./api/meta.ts";
 export {
   type LastError,

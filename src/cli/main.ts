@@ -5,6 +5,8 @@
  *   dev          start a local control plane and run the controller on it (no cluster needed)
  *   machine      print the task lifecycle machine (json | mermaid | dot | svg)
  *   crd          print the CRD a module exports (taskCrd's result) as YAML
+ *   deploy-artifacts  write a kind's RBAC, ServiceAccount, Deployment, kustomization and Dockerfile
+ *   bundle       bundle a controller's program (rolldown) for an image without node_modules
  *   snapshot, maintain, get, describe, wait, delete, history   the task CLI (src/cli/task; also `kubectl opstask`)
  *   completion   a bash or zsh completion script
  *   schedule     TaskSchedules: create, get, describe, suspend, resume, trigger (src/cli/schedule)
@@ -26,6 +28,8 @@ Commands:
   describe     explain why a task is where it is
   wait         follow a task until it ends (exit 0 on Succeeded, 1 on Failed/Rejected)
   crd          print a task kind's CRD: crd --module <file> --export <name> (a taskCrd(...) result)
+  deploy-artifacts  write a task kind's RBAC, Deployment and Dockerfile: --module <file> --export <kind>
+  bundle       bundle a controller's program for its image: bundle main.ts [dist/bundle]
   version      print the version (also --version)
   delete       delete tasks: delete NAME… | -l SELECTOR
   history      last outcomes per task type of a target (an Etcd), kept after the tasks' TTL
@@ -61,6 +65,9 @@ const commands: Record<string, Command> = {
   machine: async (argv) => (await import("./machine-command.ts")).machineCommand(argv),
   completion: async (argv) => (await import("./completion-command.ts")).completionCommand(argv),
   crd: async (argv) => (await import("./crd-command.ts")).crdCommand(argv),
+  "deploy-artifacts": async (argv) =>
+    (await import("./deploy-artifacts-command.ts")).deployArtifactsCommand(argv),
+  bundle: async (argv) => (await import("./bundle-command.ts")).bundleCommand(argv),
   ...Object.fromEntries(taskCommandNames.map((name) => [name, task(name)])),
 };
 

@@ -7,11 +7,13 @@
  * those decode, so the lifecycle can Reject it with ERR_INVALID_TASK naming the fields
  * (`spec.config.checksum.url: required field is missing`) and delete it after `defaultTtlSeconds`.
  */
+
 import * as Result from "effect/Result";
 import * as Schema from "effect/Schema";
 import * as SchemaParser from "effect/SchemaParser";
 import { formatDecodeError } from "../api/decode-error.ts";
 import { ObjectMeta } from "../api/meta.ts";
+import type { PolicyRule } from "../api/policy-rule.ts";
 import type { TaskStatus } from "../api/status.ts";
 import { TaskStatusSchema } from "../api/status-schema.ts";
 import type {
@@ -81,6 +83,13 @@ export interface TaskKindAccessors<Task> {
    * handler that reads a label must name it here.
    */
   readonly cachedMetadata?: CachedMetadata;
+  /**
+   * What the handlers need from the API beyond the task resource (the controller's own needs — the
+   * tasks, their status, Events, the Lease — are known): `opstask deploy-artifacts` adds these rules
+   * to the controller's ClusterRole, e.g. `{ apiGroups: [""], resources: ["configmaps"], verbs:
+   * ["get"], reason: "context.objects.get reads the task's ConfigMap" }`.
+   */
+  readonly rbacRules?: ReadonlyArray<PolicyRule>;
 }
 
 export type TaskKindDefinition<Task, Encoded = unknown> = TaskKindAccessors<Task> & TaskSource<Task, Encoded>;
@@ -151,6 +160,7 @@ export const defineTaskKind = <Task extends { readonly metadata: TaskMeta }, Enc
     },
     defaultTtlSeconds: definition.defaultTtlSeconds ?? 3600,
     ...(definition.cachedMetadata === undefined ? {} : { cachedMetadata: definition.cachedMetadata }),
+    ...(definition.rbacRules === undefined ? {} : { rbacRules: definition.rbacRules }),
     decode: definition.schema === undefined ? definition.decode : schemaDecoder(definition.schema),
     ...(definition.readTtlSeconds === undefined
       ? {}

@@ -3,6 +3,7 @@
  * read the few facts the machine decides on. EtcdOpsTask is one TaskKind; an embedding operator
  * defines its own.
  */
+import type { PolicyRule } from "../api/policy-rule.ts";
 import type { TaskStatus } from "../api/status.ts";
 import type { Vocabulary } from "../machine/types.ts";
 import { type OversizedTask, oversizedOf, tooLargeReason } from "./oversized-task.ts";
@@ -89,6 +90,8 @@ export interface TaskKind<Task, Spec = unknown> {
    * grow with what its author writes there); the lifecycle's own annotations are always kept.
    */
   readonly cachedMetadata?: CachedMetadata;
+  /** RBAC rules the handlers need beyond the task resource (`TaskKindAccessors.rbacRules`). */
+  readonly rbacRules?: ReadonlyArray<PolicyRule>;
   /**
    * Type only, never set: the spec as a manifest writes it (the schema's encoded side, which
    * `defineTaskKind` infers), so that `simulate`'s `create` type-checks a test's tasks. `unknown` for

@@ -184,6 +184,26 @@ describe("the packed library in a fresh project", () => {
     );
   });
 
+  it("writes the operator's deployment with the installed opstask deploy-artifacts", async () => {
+    const opstask = join(project, "node_modules", ".bin", "opstask");
+    const { stdout } = await run(
+      opstask,
+      ["deploy-artifacts", "--module", "greeting.ts", "--export", "greetingKind", "-o", "deploy"],
+      { cwd: project, timeout: 60_000 },
+    );
+    expect(stdout.trim().split("\n").sort()).toEqual(
+      [
+        "Dockerfile",
+        "deployment.yaml",
+        "kustomization.yaml",
+        "namespace.yaml",
+        "rbac.yaml",
+        "serviceaccount.yaml",
+      ].map((file) => join("deploy", file)),
+    );
+    expect(readFileSync(join(project, "deploy", "rbac.yaml"), "utf8")).toContain("- greetings/status");
+  });
+
   it("runs the operator in simulation", async () => {
     const { stdout } = await run(process.execPath, ["simulation.ts"], { cwd: project, timeout: 60_000 });
     expect(JSON.parse(stdout)).toEqual({

@@ -1,0 +1,129 @@
+/**
+ * `opstask deploy-artifacts --module <file> --export <kind> [-o <dir>]`: writes the deployment of a
+ * task kind's controller (RBAC, ServiceAccount, namespace, Deployment, kustomization, Dockerfile) from
+ * the kind `defineTaskKind` made, as `opstask crd` prints its CRD.
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import type { PolicyRule } from "../api/policy-rule.ts";
+import { type DeployArtifactsInput, deployArtifacts } from "./deploy/deploy-artifacts.ts";
+import { OptionError } from "./options.ts";
+import { parseArgsMessage } from "./parse-args-message.ts";
+
+const usage = `Usage: opstask deploy-artifacts --module <file> [--export <name>] [-o <dir>] [options]
+
+Writes what deploys a task kind's controller: rbac.yaml (exactly the requests the controller makes,
+plus the kind's rbacRules), serviceaccount.yaml, namespace.yaml, deployment.yaml (probes, leader
+election, read-only root, resources, opstask's tuned Node settings), kustomization.yaml and a
+Dockerfile that bundles your main with \`opstask bundle\`.
+
+  --module FILE          the module exporting the kind (defineTaskKind's result)
+  --export NAME          the export holding the kind (default kind)
+  -o, --output DIR       where to write the files (default deploy)
+  --name NAME            ServiceAccount, roles and Deployment (default <plural>-controller)
+  --namespace NS         the controller's namespace (default <plural>-system)
+  --lease NAME           the leader-election Lease (default: --name)
+  --image REF            the controller image (default <name>:latest)
+  --main FILE            the program the image runs (default main.ts)
+  --metrics-secure BOOL  secure metrics on :8443 and their RBAC (default true)
+  -h, --help             this text
+`;
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** defineTaskKind's result → what the artefacts need, or why the export is not a kind. */
+export const kindOfExport = (
+  value: unknown,
+  name: string,
+): DeployArtifactsInput | { readonly error: string } => {
+  const resource = isRecord(value) ? value.resource : undefined;
+  if (
+    !isRecord(resource) ||
+    typeof resource.group !== "string" ||
+    typeof resource.version !== "string" ||
+    typeof resource.kind !== "string" ||
+    typeof resource.plural !== "string"
+  )
+    return { error: `export ${name} is not a task kind (expected defineTaskKind(...)'s result)` };
+  const rules = isRecord(value) ? value.rbacRules : undefined;
+  return {
+    resource: {
+      group: resource.group,
+      version: resource.version,
+      kind: resource.kind,
+      plural: resource.plural,
+    },
+    ...(Array.isArray(rules) ? { rbacRules: rules as ReadonlyArray<PolicyRule> } : {}),
+  };
+};
+
+const parse = (argv: ReadonlyArray<string>) => {
+  try {
+    return parseArgs({
+      args: [...argv],
+      options: {
+        module: { type: "string" },
+        export: { type: "string", default: "kind" },
+        output: { type: "string", short: "o", default: "deploy" },
+        name: { type: "string" },
+        namespace: { type: "string" },
+        lease: { type: "string" },
+        image: { type: "string" },
+        main: { type: "string" },
+        "metrics-secure": { type: "string", default: "true" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+    }).values;
+  } catch (error) {
+    throw new OptionError(`${parseArgsMessage(error)}; see 'opstask deploy-artifacts --help'`);
+  }
+};
+
+export const deployArtifactsCommand = async (argv: ReadonlyArray<string>): Promise<number> => {
+  const values = parse(argv);
+  if (values.help === true) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  if (values.module === undefined)
+    throw new OptionError(
+      "--module <file> is required: the module that exports defineTaskKind(...)'s result",
+    );
+  const secure = values["metrics-secure"];
+  if (secure !== "true" && secure !== "false")
+    throw new OptionError(`--metrics-secure ${secure}: give true or false`);
+  let loaded: Record<string, unknown>;
+  try {
+    loaded = await import(pathToFileURL(resolve(values.module)).href);
+  } catch (cause) {
+    throw new OptionError(`cannot load --module ${values.module}: ${String(cause)}`);
+  }
+  if (!(values.export in loaded)) {
+    const names = Object.keys(loaded).join(", ") || "none";
+    throw new OptionError(
+      `--export ${values.export}: ${values.module} has no such export (it has: ${names})`,
+    );
+  }
+  const kind = kindOfExport(loaded[values.export], values.export);
+  if ("error" in kind) {
+    process.stderr.write(`opstask deploy-artifacts: ${kind.error}\n`);
+    return 1;
+  }
+  const files = deployArtifacts(kind, {
+    regenerate: `opstask deploy-artifacts --module ${values.module} --export ${values.export}`,
+    secureMetrics: secure === "true",
+    ...(values.name === undefined ? {} : { name: values.name }),
+    ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
+    ...(values.lease === undefined ? {} : { leaseName: values.lease }),
+    ...(values.image === undefined ? {} : { image: values.image }),
+    ...(values.main === undefined ? {} : { main: values.main }),
+  });
+  await mkdir(values.output, { recursive: true });
+  for (const file of files) await writeFile(join(values.output, file.path), file.text);
+  process.stdout.write(`${files.map((file) => join(values.output, file.path)).join("\n")}\n`);
+  return 0;
+};
