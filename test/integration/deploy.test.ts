@@ -50,6 +50,7 @@ import { RequestCounter } from "../../src/kube/request-metrics.ts";
 import { type LeaderElection, runLeaderElection } from "../../src/runtime/leader-election.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 import { type RunningController, startControllerWith } from "../support/controller.ts";
+import { waitFor } from "../support/wait.ts";
 
 const deployDir = join(repoRoot, "deploy");
 const crdFiles = readdirSync(join(deployDir, "crds"))
@@ -623,6 +624,17 @@ describe("the opstask ServiceAccount", () => {
       await createTask("full-command", etcdName);
       const entry = await watcher.until("full-command", (e) => e.deleted, "deleted");
       expect(entry.states).toContain("Succeeded");
+      // Its outcome outlives it, in the history ConfigMap the ServiceAccount may write (by name only).
+      const history = await waitFor("the task's outcome in the history ConfigMap", async () => {
+        const found = await admin
+          .makeApiClient(CoreV1Api)
+          .readNamespacedConfigMap({ namespace, name: "opstask-history-etcdopstasks" })
+          .catch(() => undefined);
+        return found?.data?.["entries.json"]?.includes(`"target": "${etcdName}"`) === true
+          ? found
+          : undefined;
+      });
+      expect(history.metadata?.managedFields?.map((field) => field.manager)).toEqual(["opstask"]);
       const lease = await admin
         .makeApiClient(CoordinationV1Api)
         .readNamespacedLease({ namespace: systemNamespace, name: leaseName });
@@ -691,6 +703,8 @@ describe("the opstask ServiceAccount", () => {
       ["get", "", "configmaps", namespace, { name: "opstask-history-etcdopstasks" }],
       ["update", "", "configmaps", namespace, { name: "opstask-history-etcdopstasks" }],
       ["create", "", "configmaps", namespace],
+      // the takeover read: one LIST across namespaces by name (fieldSelector metadata.name)
+      ["list", "", "configmaps", "", { name: "opstask-history-etcdopstasks" }],
       ["create", "coordination.k8s.io", "leases", systemNamespace],
       ["get", "coordination.k8s.io", "leases", systemNamespace, { name: leaseName }],
       ["patch", "coordination.k8s.io", "leases", systemNamespace, { name: leaseName }],
