@@ -32,6 +32,8 @@ export interface LabEtcdClusterOptions {
   readonly replicas?: number;
   /** Default 1h: events stay buffered for an on-demand delta snapshot. */
   readonly deltaSnapshotPeriod?: string;
+  /** Default once a year (`0 0 1 1 *`): during a test only the first and the on-demand full snapshots happen. */
+  readonly fullSnapshotSchedule?: string;
 }
 
 /** The spec of a lab cluster: druid's store layout, new TLS material, 3 members. */
@@ -45,6 +47,7 @@ export const labEtcdClusterSpec = (options: LabEtcdClusterOptions): EtcdClusterS
   storePrefix: `${options.namespace}--${options.name}/etcd-main`,
   dataHostPath: join(options.dir, "etcd-data"),
   deltaSnapshotPeriod: options.deltaSnapshotPeriod ?? "1h",
+  fullSnapshotSchedule: options.fullSnapshotSchedule ?? "0 0 1 1 *",
   pki: makeEtcdClusterPki(options.name, options.namespace),
 });
 

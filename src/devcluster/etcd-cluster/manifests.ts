@@ -64,6 +64,11 @@ export interface EtcdClusterSpec {
   readonly dataHostPath: string;
   /** `--delta-snapshot-period` of the sidecars (a Go duration; a long one keeps events for an on-demand delta). */
   readonly deltaSnapshotPeriod: string;
+  /**
+   * `spec.backup.fullSnapshotSchedule` (cron): etcdbrctl's default is hourly, which would drop a full
+   * snapshot into the store in the middle of a test now and then.
+   */
+  readonly fullSnapshotSchedule: string;
   readonly pki: EtcdClusterPki;
 }
 
@@ -124,6 +129,7 @@ export const etcdObject = (spec: EtcdClusterSpec) => {
         },
         tls: tls(secrets.backupRestoreServer),
         deltaSnapshotPeriod: spec.deltaSnapshotPeriod,
+        fullSnapshotSchedule: spec.fullSnapshotSchedule,
       },
     },
   };
@@ -358,6 +364,7 @@ const backupRestoreContainer = (spec: EtcdClusterSpec): V1Container => ({
     "--enable-snapshot-lease-renewal=false",
     "--storage-provider=Local",
     `--store-prefix=${spec.storePrefix}`,
+    `--schedule=${spec.fullSnapshotSchedule}`,
     `--delta-snapshot-period=${spec.deltaSnapshotPeriod}`,
     "--delta-snapshot-memory-limit=104857600",
     "--garbage-collection-policy=LimitBased",

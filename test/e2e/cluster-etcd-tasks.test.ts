@@ -1,0 +1,172 @@
+/**
+ * On-demand snapshots as users meet them: the controller runs as two pods deployed from deploy/
+ * (its image, its RBAC, leader election, its probes), and snapshots a 3-member etcd cluster whose
+ * etcd-backup-restore sidecars run beside etcd in pods, laid out as etcd-druid lays them out. The
+ * controller reaches the sidecars through cluster DNS (`<etcd>-client.<ns>`) and TLS verified with the
+ * CA from the StatefulSet's `backup-restore-ca` volume: no --resolve. Each snapshot must be in the
+ * Local store afterwards, and the store must restore (etcdbrctl restore) to a database holding what
+ * was written before the delta snapshot.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { AppsV1Api, BatchV1Api, CoreV1Api } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { resolveImageBinaries } from "../../src/devcluster/images/index.ts";
+import { waitFor } from "../support/wait.ts";
+import { createTask, EtcdName, memberAddresses, runTask, useLab, waitForTask } from "./support/lab.ts";
+import {
+  ControllerDeployment,
+  ControllerNamespace,
+  controllerPods,
+  leaderPod,
+} from "./support/lab-controller.ts";
+
+const lab = useLab();
+
+const snapshotFiles = (dir: string): string[] => {
+  try {
+    return readdirSync(dir).sort();
+  } catch {
+    return [];
+  }
+};
+
+/** Writes `key=value` into the cluster through one member's client port (mutual TLS), from the node's network. */
+const putKey = async (key: string, value: string): Promise<void> => {
+  const { cluster, kubeConfig, etcd, dir } = lab();
+  const pki = join(dir, "client-pki");
+  mkdirSync(pki, { recursive: true });
+  writeFileSync(join(pki, "ca.crt"), etcd.spec.pki.ca.certPem);
+  writeFileSync(join(pki, "tls.crt"), etcd.spec.pki.etcdClient.certPem);
+  writeFileSync(join(pki, "tls.key"), etcd.spec.pki.etcdClient.keyPem);
+  const address = (await memberAddresses(kubeConfig, etcd.spec.namespace)).get(`${EtcdName}-0`) ?? "";
+  const body = JSON.stringify({
+    key: Buffer.from(key).toString("base64"),
+    value: Buffer.from(value).toString("base64"),
+  });
+  const answer = await cluster.run("curl", [
+    ...["--silent", "--show-error", "--fail", "--max-time", "10"],
+    ...["--cacert", join(pki, "ca.crt"), "--cert", join(pki, "tls.crt"), "--key", join(pki, "tls.key")],
+    ...["--resolve", `${EtcdName}-local:2379:${address}`, "--data", body],
+    `https://${EtcdName}-local:2379/v3/kv/put`,
+  ]);
+  expect(answer).toContain('"revision"');
+};
+
+describe("on-demand snapshots of a 3-member etcd cluster in pods, by the controller in pods", () => {
+  it("runs the controller as deploy/ says: two Ready replicas of the loaded image, one holding the Lease", async () => {
+    const { kubeConfig, images, leaderPod } = lab();
+    const deployment = await kubeConfig
+      .makeApiClient(AppsV1Api)
+      .readNamespacedDeployment({ namespace: ControllerNamespace, name: ControllerDeployment });
+    expect(deployment.status?.readyReplicas).toBe(2);
+    const pods = await controllerPods(kubeConfig);
+    expect(pods.map((pod) => pod.spec?.containers[0]?.image)).toEqual([
+      images.opstask.ref,
+      images.opstask.ref,
+    ]);
+    expect(pods.map((pod) => pod.metadata?.name)).toContain(leaderPod);
+  });
+
+  it("takes a full snapshot through cluster DNS and TLS, and the snapshot is in the store", async () => {
+    const { kubeConfig, etcd } = lab();
+    await putKey("/lab/full", "before the full snapshot");
+    const before = snapshotFiles(etcd.snapshotDir);
+    const status = await runTask(kubeConfig, etcd.spec.namespace, "full", {
+      onDemandSnapshot: { type: "full" },
+    });
+    expect(status.state, JSON.stringify(status)).toBe("Succeeded");
+    const added = snapshotFiles(etcd.snapshotDir).filter((file) => !before.includes(file));
+    expect(added.filter((file) => file.startsWith("Full-"))).toHaveLength(1);
+  }, 240_000);
+
+  it("takes a delta snapshot, and the store restores to a database holding the key written before it", async () => {
+    const { cluster, kubeConfig, etcd, dir } = lab();
+    const marker = `delta-${randomBytes(8).toString("hex")}`;
+    await putKey("/lab/delta", marker);
+    const before = snapshotFiles(etcd.snapshotDir);
+    const status = await runTask(kubeConfig, etcd.spec.namespace, "delta", {
+      onDemandSnapshot: { type: "delta" },
+    });
+    expect(status.state, JSON.stringify(status)).toBe("Succeeded");
+    const added = snapshotFiles(etcd.snapshotDir).filter((file) => !before.includes(file));
+    expect(added.filter((file) => file.startsWith("Incr-"))).toHaveLength(1);
+
+    // Restore the store (latest full snapshot plus deltas) as a new member would, in the node's
+    // network (the restore runs an embedded etcd on loopback ports).
+    const restored = join(dir, "restored");
+    // The binary the sidecar image was built from (scripts/testbin).
+    const { etcdbrctl } = await resolveImageBinaries();
+    await cluster.run("env", [
+      `HOME=${etcd.spec.storeHostPath}`,
+      etcdbrctl,
+      "restore",
+      "--storage-provider=Local",
+      `--store-container=${etcd.spec.storeContainer}`,
+      `--store-prefix=${etcd.spec.storePrefix}`,
+      `--data-dir=${join(restored, "data")}`,
+      `--restoration-temp-snapshots-dir=${join(restored, "temp-snapshots")}`,
+      `--snapstore-temp-directory=${join(restored, "temp")}`,
+    ]);
+    const database = readFileSync(join(restored, "data", "member", "snap", "db"));
+    expect(database.includes(Buffer.from(marker))).toBe(true);
+  }, 300_000);
+
+  it("compacts and defragments all three members through their own client URLs", async () => {
+    const { kubeConfig, etcd } = lab();
+    for (let n = 0; n < 20; n++) await putKey("/lab/churn", `value ${n} ${"x".repeat(2048)}`);
+    const status = await runTask(kubeConfig, etcd.spec.namespace, "maintenance", {
+      onDemandMaintenance: { compaction: { physical: true }, defragmentation: {} },
+    });
+    expect(status.state, JSON.stringify(status)).toBe("Succeeded");
+    expect(status.lastOperation?.description).toMatch(
+      /^Compacted to revision \d+ \(physical\); defragmented 3 member\(s\): total db size /,
+    );
+  }, 240_000);
+
+  it("compacts the store with a Job that reads the real Local store, and Succeeds from the Job's result", async () => {
+    const { kubeConfig, etcd } = lab();
+    const before = snapshotFiles(etcd.snapshotDir);
+    const status = await runTask(
+      kubeConfig,
+      etcd.spec.namespace,
+      "compaction",
+      { onDemandSnapshotCompaction: { timeoutSeconds: 600 } },
+      420_000,
+    );
+    expect(status.state, JSON.stringify(status)).toBe("Succeeded");
+    const added = snapshotFiles(etcd.snapshotDir).filter((file) => !before.includes(file));
+    expect(added.filter((file) => file.startsWith("Full-"))).toHaveLength(1);
+  }, 480_000);
+
+  it("hands the Lease to the other replica when the leader pod is deleted mid-task, and the task still Succeeds", async () => {
+    const { kubeConfig, etcd } = lab();
+    const namespace = etcd.spec.namespace;
+    const before = await leaderPod(kubeConfig);
+    const beforeName = before?.metadata?.name ?? "";
+    expect(beforeName).not.toBe("");
+    await createTask(kubeConfig, namespace, "failover", {
+      onDemandSnapshotCompaction: { timeoutSeconds: 600 },
+    });
+    // Mid-task: the Job exists, so Execute has begun and is waiting on it.
+    const jobs = kubeConfig.makeApiClient(BatchV1Api);
+    await waitFor(
+      "the compaction Job of task failover",
+      async () =>
+        (await jobs.listNamespacedJob({ namespace })).items.find(
+          (job) => job.metadata?.name === "failover-compact",
+        ),
+      120_000,
+      250,
+    );
+    await kubeConfig
+      .makeApiClient(CoreV1Api)
+      .deleteNamespacedPod({ namespace: ControllerNamespace, name: beforeName });
+    const status = await waitForTask(kubeConfig, namespace, "failover", 420_000);
+    expect(status.state, JSON.stringify(status)).toBe("Succeeded");
+    const after = await leaderPod(kubeConfig);
+    expect(after?.metadata?.name).toBeDefined();
+    expect(after?.metadata?.name).not.toBe(beforeName);
+  }, 600_000);
+});
