@@ -126,8 +126,21 @@ export const serveController = async (
     signal.addEventListener("abort", () => resolve(), { once: true });
   });
   let startError: unknown;
+  // Schedules run where the tasks run: on the leader, once its caches are filled.
+  let schedules: Promise<{ readonly stop: () => Promise<void> }> | undefined;
   void controller.synced.then(
     () => {
+      schedules = import("./controller-schedules.ts").then(({ startEtcdSchedules }) =>
+        startEtcdSchedules({
+          kubeConfig,
+          namespaces,
+          resolve: options.resolve,
+          etcds,
+          fieldManager: controllerFieldManager,
+          logLevel: options.logLevel,
+          say: (line) => void log(Effect.logWarning(line)),
+        }),
+      );
       for (const namespace of namespaces)
         void log(
           Effect.logInfo("watching EtcdOpsTasks").pipe(
@@ -149,6 +162,7 @@ export const serveController = async (
     ),
   ]);
   await controller.stop();
+  await (await schedules)?.stop();
   await inspector?.stop();
   if (startError !== undefined && !signal.aborted) {
     process.stderr.write(

@@ -436,6 +436,8 @@ export const runScheduleController = async (
         : reject(new Error(`schedule controller did not start: ${Cause.pretty(exit.cause)}`)),
     ),
   );
+  // A stop before the caches filled rejects `synced`; a caller that never awaits it has nothing to hear.
+  synced.catch(() => undefined);
   let stopping: Promise<void> | undefined;
   return {
     synced,

@@ -161,9 +161,13 @@ const tuples = (
 const expectedClusterRules = [
   "list druid.gardener.cloud/etcdopstasks",
   "watch druid.gardener.cloud/etcdopstasks",
+  "create druid.gardener.cloud/etcdopstasks",
   "patch druid.gardener.cloud/etcdopstasks",
   "delete druid.gardener.cloud/etcdopstasks",
   "patch druid.gardener.cloud/etcdopstasks/status",
+  "list opstask.gardener.cloud/taskschedules",
+  "watch opstask.gardener.cloud/taskschedules",
+  "patch opstask.gardener.cloud/taskschedules/status",
   "get druid.gardener.cloud/etcds",
   "list druid.gardener.cloud/etcds",
   "watch druid.gardener.cloud/etcds",
@@ -691,6 +695,11 @@ describe("the opstask ServiceAccount", () => {
       ["patch", druid, "etcdopstasks", namespace],
       ["delete", druid, "etcdopstasks", namespace],
       ["patch", druid, "etcdopstasks", namespace, { subresource: "status" }],
+      // a TaskSchedule's runs (docs/schedules.md)
+      ["create", druid, "etcdopstasks", namespace],
+      ["list", "opstask.gardener.cloud", "taskschedules", ""],
+      ["watch", "opstask.gardener.cloud", "taskschedules", ""],
+      ["patch", "opstask.gardener.cloud", "taskschedules", namespace, { subresource: "status" }],
       ["list", druid, "etcds", ""],
       ["watch", druid, "etcds", ""],
       ["get", druid, "etcds", namespace],
@@ -710,8 +719,12 @@ describe("the opstask ServiceAccount", () => {
       ["patch", "coordination.k8s.io", "leases", systemNamespace, { name: leaseName }],
     ];
     const mustNot: Array<[string, string, string, string, { subresource?: string; name?: string }?]> = [
-      // tasks are created by users; the controller never replaces them
-      ["create", druid, "etcdopstasks", namespace],
+      // tasks are created by users (and by schedules); the controller never replaces them
+      ["update", druid, "etcdopstasks", namespace],
+      // a schedule is its user's: the controller writes its status only
+      ["create", "opstask.gardener.cloud", "taskschedules", namespace],
+      ["patch", "opstask.gardener.cloud", "taskschedules", namespace],
+      ["delete", "opstask.gardener.cloud", "taskschedules", namespace],
       ["update", druid, "etcdopstasks", namespace],
       ["update", druid, "etcdopstasks", namespace, { subresource: "status" }],
       // Etcds are read only
