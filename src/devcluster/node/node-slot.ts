@@ -3,7 +3,16 @@
 // parallel test files) can run on one machine without meeting. A slot is taken by creating its
 // record file exclusively; the record names the owner's PID and everything to undo, so that a later
 // run can clean up after an owner that died without cleaning up (leftovers.ts).
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 
 /** Where slot records live (tmpfs: a reboot forgets them along with what they describe). */
@@ -39,6 +48,11 @@ export interface SlotRecord extends NodeSlot {
   readonly ownerStart: string | undefined;
   /** The node's scratch directory (containerd root/state, kubelet root, configs). */
   readonly dir: string;
+  /**
+   * Whether /run/netns was a mount point before this node (`ip netns add` turns it into one, for
+   * good): if not, the last node to stop unmounts it.
+   */
+  readonly netnsDirMounted: boolean;
   /** Host sysctls as they were before the kubelet started (it changes some). */
   readonly sysctls?: Readonly<Record<string, string>>;
 }
@@ -81,7 +95,13 @@ export function readSlotRecords(): SlotRecord[] {
 export function claimSlot(ownerPid: number, dir: string): SlotRecord | undefined {
   mkdirSync(SLOT_DIR, { recursive: true, mode: 0o755 });
   for (let slot = 1; slot <= MAX_SLOT; slot++) {
-    const record: SlotRecord = { ...slotOf(slot), ownerPid, ownerStart: processStart(ownerPid), dir };
+    const record: SlotRecord = {
+      ...slotOf(slot),
+      ownerPid,
+      ownerStart: processStart(ownerPid),
+      dir,
+      netnsDirMounted: isMountPoint("/run/netns"),
+    };
     let fd: number;
     try {
       fd = openSync(recordPath(slot), "wx", 0o644);
@@ -104,6 +124,17 @@ export function updateSlotRecord(record: SlotRecord): void {
 
 export function releaseSlot(slot: number): void {
   rmSync(recordPath(slot), { force: true });
+  try {
+    rmdirSync(SLOT_DIR);
+  } catch {
+    // another node's record is there
+  }
+}
+
+export function isMountPoint(path: string): boolean {
+  return readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .some((line) => line.split(" ")[4] === path);
 }
 
 /** A process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat). */

@@ -3,15 +3,16 @@
 // nothing was asked to stop). Order: processes (pods, shims, anything in the namespace), then mounts
 // and the pods' network namespaces, then the node's namespace with its routes, the cgroup, the host
 // sysctls, and the files the kubelet writes outside its directory.
-import { existsSync, readdirSync, readlinkSync, rmSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readlinkSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { sleep } from "../deadline.ts";
 import { cgroupProcesses, removeNodeCgroup } from "./cgroups.ts";
+import { tryCommand } from "./command.ts";
 import { containerdPaths, removeShimLeftovers, shimProcesses } from "./containerd.ts";
 import { restoreSysctls } from "./host-sysctls.ts";
 import { podNetworkNamespaces, removeNetworkNamespaceFiles, unmountUnder } from "./mounts.ts";
 import { removeNodeNetwork } from "./network.ts";
-import { ownerAlive, readSlotRecords, releaseSlot, type SlotRecord } from "./node-slot.ts";
+import { isMountPoint, ownerAlive, readSlotRecords, releaseSlot, type SlotRecord } from "./node-slot.ts";
 
 /** PIDs of processes whose network namespace is the node's. */
 export function namespaceProcesses(netns: string): number[] {
@@ -85,18 +86,18 @@ export async function cleanUpNode(record: SlotRecord): Promise<string[]> {
   }
   problems.push(...cgroupProblems);
   if (record.sysctls !== undefined) problems.push(...restoreSysctls(record.sysctls));
-  removeKubeletHostFiles(record);
+  await removeHostFiles(record);
   rmSync(record.dir, { recursive: true, force: true });
   releaseSlot(record.slot);
   return problems;
 }
 
 /**
- * The kubelet writes a few files at fixed host paths whatever its root directory: the links in
- * /var/log/containers (to its pod logs), and the device-plugin socket (shared by every kubelet on
- * the machine: removed only when no other node is running).
+ * Files at fixed host paths: the kubelet's links in /var/log/containers (to its pod logs) and its
+ * device-plugin socket (shared by every kubelet on the machine), and the mount `ip netns add` makes
+ * of /run/netns; shared ones are removed only when no other node is running.
  */
-function removeKubeletHostFiles(record: SlotRecord): void {
+async function removeHostFiles(record: SlotRecord): Promise<void> {
   const podLogs = join(record.dir, "kubelet", "pod-logs");
   const containerLogs = "/var/log/containers";
   if (existsSync(containerLogs)) {
@@ -110,6 +111,7 @@ function removeKubeletHostFiles(record: SlotRecord): void {
     }
   }
   const others = readSlotRecords().filter((other) => other.slot !== record.slot && ownerAlive(other));
+  if (others.length === 0 && !record.netnsDirMounted) await unmountNetnsDir();
   if (others.length === 0) {
     rmSync("/var/lib/kubelet/device-plugins/kubelet.sock", { force: true });
     for (const dir of ["/var/lib/kubelet/device-plugins", "/var/lib/kubelet"]) {
@@ -119,6 +121,18 @@ function removeKubeletHostFiles(record: SlotRecord): void {
         // in use
       }
     }
+  }
+}
+
+/** Unmounts and removes /run/netns when no namespace is left in it. */
+async function unmountNetnsDir(): Promise<void> {
+  const dir = "/run/netns";
+  if (!existsSync(dir) || readdirSync(dir).length > 0) return;
+  if (isMountPoint(dir)) await tryCommand("umount", [dir]);
+  try {
+    rmdirSync(dir);
+  } catch {
+    // in use again
   }
 }
 
