@@ -43,3 +43,6 @@ export { promiseStep, type TaskStep } from "./library/steps/step.ts";
 export { type StepsHandlerOptions, stepsHandler } from "./library/steps/steps-handler.ts";
 export type { DuplicatePolicy, PhaseOutcome } from "./machine/types.ts";
 export type { TaskKind } from "./reconcile/task-kind.ts";
+// ---- schedule its tasks (docs/schedules.md) -------------------------------------------------------
+export type { ScheduleGuard } from "./schedule/guard.ts";
+export { runScheduleController } from "./schedule/schedule-controller.ts";

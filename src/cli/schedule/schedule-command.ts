@@ -54,7 +54,7 @@ const kindList = (kinds: ReadonlyArray<CliKind>) =>
   kinds.map((kind) => `${kind.resource.kind} (${kind.resource.group}/${kind.resource.version})`).join(", ");
 
 /** The schedule in `file`, checked; an `OptionError` names each problem and its field. */
-const checkedSchedule = async (file: string, kinds: ReadonlyArray<CliKind>, namespace: string) => {
+export const checkedSchedule = async (file: string, kinds: ReadonlyArray<CliKind>, namespace: string) => {
   let manifest: unknown;
   try {
     manifest = parse(await readFile(file, "utf8"));
