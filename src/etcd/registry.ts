@@ -22,9 +22,12 @@ import {
   makeOnDemandSnapshotCompactionHandler,
   type OnDemandSnapshotCompactionHandlerOptions,
 } from "./on-demand-snapshot-compaction/handler.ts";
+import type { QuorumCluster } from "./recover-from-quorum-loss/cluster.ts";
+import { kubernetesQuorumClusterLayer } from "./recover-from-quorum-loss/cluster-kubernetes.ts";
+import { recoverFromQuorumLossHandler } from "./recover-from-quorum-loss/handler.ts";
 import { type BackupRestoreHttp, ObjectReader } from "./services.ts";
 
-export type EtcdHandlerServices = ObjectReader | BackupRestoreHttp | EtcdGateway | Jobs;
+export type EtcdHandlerServices = ObjectReader | BackupRestoreHttp | EtcdGateway | Jobs | QuorumCluster;
 
 /** What the controller's operator configures about the handlers (the compaction images, …). */
 export interface EtcdHandlerOptions {
@@ -41,6 +44,7 @@ export const makeEtcdHandlers = (
   onDemandSnapshot: onDemandSnapshotHandler,
   onDemandMaintenance: onDemandMaintenanceHandler,
   onDemandSnapshotCompaction: makeOnDemandSnapshotCompactionHandler(options.compaction),
+  recoverFromQuorumLoss: recoverFromQuorumLossHandler,
 });
 
 /** The handlers with their defaults (the default compaction image, no other image allowed). */
@@ -69,6 +73,10 @@ export const etcdHandlerLayer = (options: EtcdHandlerLayerOptions): Layer.Layer<
     nodeBackupRestoreHttpLayer({ resolve: options.resolve ?? [] }),
     nodeEtcdGatewayLayer({ resolve: options.resolve ?? [] }),
     kubernetesJobsLayer({
+      kubeConfig: options.kubeConfig,
+      ...(options.counter === undefined ? {} : { counter: options.counter }),
+    }),
+    kubernetesQuorumClusterLayer({
       kubeConfig: options.kubeConfig,
       ...(options.counter === undefined ? {} : { counter: options.counter }),
     }),

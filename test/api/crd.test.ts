@@ -117,6 +117,7 @@ describe("opstask's EtcdOpsTask CRD is a strict superset of druid's", () => {
       "onDemandMaintenance",
       "onDemandSnapshot",
       "onDemandSnapshotCompaction",
+      "recoverFromQuorumLoss",
     ]);
   });
 
@@ -198,6 +199,7 @@ const baselines: Readonly<Record<string, JsonObject>> = {
   onDemandSnapshot: { type: "full" },
   onDemandMaintenance: { compaction: {} },
   onDemandSnapshotCompaction: {},
+  recoverFromQuorumLoss: {},
 };
 
 /** An input that breaks each CEL rule that applies on create (rule text → member body). */

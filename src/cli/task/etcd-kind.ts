@@ -24,6 +24,10 @@ export const configSummary = (config: TaskConfig): string => {
     }
     case "onDemandSnapshotCompaction":
       return `${config.kind}: image ${config.image ?? "(controller default)"}, timeout ${config.timeoutSeconds}s`;
+    case "recoverFromQuorumLoss":
+      return `${config.kind}: scale down ${config.scaleDownTimeout ?? "60s"}, pod ready ${
+        config.podReadyTimeout ?? "180s"
+      }, etcd ready ${config.etcdReadyTimeout ?? "300s"}${config.allowDataLoss === true ? ", data loss allowed" : ""}`;
     case "unsupported":
       return `${config.member} (a task type this opstask does not support)`;
   }

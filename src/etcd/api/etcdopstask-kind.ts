@@ -10,6 +10,7 @@ import { TaskStatusSchema } from "../../api/status-schema.ts";
 import { isDns1123Subdomain } from "../../kube/names.ts";
 import { configMember } from "../../library/config-union.ts";
 import { defineTaskKind } from "../../library/define-task-kind.ts";
+import { recoveryTaskAnnotations } from "./config/recover-from-quorum-loss.ts";
 import {
   decodeEtcdOpsTask,
   type EtcdOpsTask,
@@ -74,4 +75,6 @@ export const etcdOpsTaskKind = defineTaskKind<EtcdOpsTask>({
       : task.spec.etcdName,
   member: (task) => configMember(task.spec.config),
   status: (task) => task.status,
+  // Quorum-loss recovery keeps its progress on the task and waits for a confirmation annotation.
+  cachedMetadata: { annotations: recoveryTaskAnnotations },
 });

@@ -39,6 +39,8 @@ export interface TaskStep<Task, R = never, Context extends HandlerContext = Hand
   readonly name: string;
   /** The change; idempotent (see above). Absent for a step that only waits. */
   readonly run?: (task: Task, context: Context) => Effect.Effect<StepAnswer, never, R>;
+  /** What the step did, for the description once it completed (`Step 4/13 ScaleDown: <done>`; default `done`). */
+  readonly done?: string;
   readonly until?: StepWait<Task, R, Context>;
   /** Reverts `run` when the task failed (run in reverse order during Cleanup); idempotent too. */
   readonly undo?: (task: Task, context: Context) => Effect.Effect<StepAnswer, never, R>;
@@ -47,6 +49,7 @@ export interface TaskStep<Task, R = never, Context extends HandlerContext = Hand
 /** A step written with plain (async) functions; see `promiseStep`. */
 export interface PromiseStep<Task, Context extends HandlerContext = HandlerContext> {
   readonly name: string;
+  readonly done?: string;
   readonly run?: (task: Task, context: Context) => StepAnswer | Promise<StepAnswer>;
   readonly until?: Omit<StepWait<Task, never, Context>, "check"> & {
     readonly check: (task: Task, context: Context) => boolean | StepStop | Promise<boolean | StepStop>;
@@ -82,6 +85,7 @@ export const promiseStep = <Task, Context extends HandlerContext = HandlerContex
   step: PromiseStep<Task, Context>,
 ): TaskStep<Task, never, Context> => ({
   name: step.name,
+  ...(step.done === undefined ? {} : { done: step.done }),
   ...(step.run === undefined ? {} : { run: lift(step.run) }),
   ...(step.undo === undefined ? {} : { undo: lift(step.undo) }),
   ...(step.until === undefined ? {} : { until: { ...step.until, check: lift(step.until.check) } }),

@@ -14,6 +14,7 @@
  * never reads another object's progress, so a second task of the same kind starts at step 1.
  */
 import * as Effect from "effect/Effect";
+import type { TaskState } from "../../api/status.ts";
 import type { TaskHandler } from "../../handlers/handler.ts";
 import type { HandlerContext, OwnTask } from "../../handlers/handler-context.ts";
 import type { PhaseOutcome } from "../../machine/types.ts";
@@ -48,6 +49,14 @@ export interface StepsHandlerOptions<Task, R, Context extends HandlerContext> {
   readonly completed?: string;
   /** Default poll interval of waits (5 s). */
   readonly pollMs?: number;
+  /** The error code of a missed deadline (default ERR_STEP_DEADLINE_EXCEEDED). */
+  readonly deadlineCode?: string;
+  /**
+   * Which end states Cleanup undoes (default `["Failed"]`). Adding `InProgress` undoes a task deleted
+   * while it ran too; a step call still in flight then may finish after its undo (the lifecycle does
+   * not wait for it), so its undo must not mind running first.
+   */
+  readonly undoWhen?: ReadonlyArray<TaskState>;
 }
 
 /** The annotations a steps handler with `progress` writes, for `cachedMetadata.annotations`. */
@@ -171,7 +180,7 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
             );
             written.delete(uid);
             return failed(`${here}: did not finish within ${seconds(deadline)}`, {
-              code: StepErrorCodes.deadlineExceeded,
+              code: options.deadlineCode ?? StepErrorCodes.deadlineExceeded,
               message: `step ${index + 1}/${count} ${step.name} did not finish within ${seconds(deadline)}`,
               cause: `${step.until.waiting ?? "waiting"} for ${seconds(waited)}`,
             });
@@ -185,7 +194,7 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
       const failure = yield* record(ownTask, uid, { lastCompleted: index }, here);
       if (failure !== undefined) return failure;
       context.events.record("Normal", "StepCompleted", `${here} completed`);
-      if (index + 1 < count) return retry(`${here}: done`, { afterMs: 0 });
+      if (index + 1 < count) return retry(`${here}: ${step.done ?? "done"}`, { afterMs: 0 });
       written.delete(uid);
       return completed(options.completed ?? `All ${count} steps completed`);
     });
@@ -195,7 +204,8 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
       const finish = () =>
         options.cleanup === undefined ? Effect.succeed(undefined) : options.cleanup(task, context);
       const { uid, read: progressRead } = read(task);
-      if (kind.facts(task).status.state !== "Failed") {
+      const state = kind.facts(task).status.state;
+      if (state === undefined || !(options.undoWhen ?? ["Failed"]).includes(state)) {
         written.delete(uid);
         return (yield* finish()) ?? completed("Nothing to undo");
       }

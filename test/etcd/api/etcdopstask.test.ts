@@ -75,7 +75,12 @@ describe("the examples and the contract's fixtures decode", () => {
           }),
         ).kind;
       });
-    expect(members).toEqual(["onDemandMaintenance", "onDemandSnapshotCompaction", "onDemandSnapshot"]);
+    expect(members).toEqual([
+      "onDemandMaintenance",
+      "onDemandSnapshotCompaction",
+      "onDemandSnapshot",
+      "recoverFromQuorumLoss",
+    ]);
   });
 
   it("decodes examples/tasks/on-demand-snapshot.yaml (the README's), as written and as stored", () => {
@@ -279,12 +284,12 @@ describe("invalid objects give one error line per problem, naming the field path
     [
       "empty config (V3)",
       taskWith({}),
-      "spec.config: expected exactly one member (one of onDemandMaintenance, onDemandSnapshot, onDemandSnapshotCompaction), got none",
+      "spec.config: expected exactly one member (one of onDemandMaintenance, onDemandSnapshot, onDemandSnapshotCompaction, recoverFromQuorumLoss), got none",
     ],
     [
       "two members (V4)",
       taskWith({ onDemandSnapshot: { type: "full" }, onDemandSnapshotCompaction: {} }),
-      "spec.config: expected exactly one member (one of onDemandMaintenance, onDemandSnapshot, onDemandSnapshotCompaction), got onDemandSnapshot, onDemandSnapshotCompaction",
+      "spec.config: expected exactly one member (one of onDemandMaintenance, onDemandSnapshot, onDemandSnapshotCompaction, recoverFromQuorumLoss), got onDemandSnapshot, onDemandSnapshotCompaction",
     ],
     ["config not an object", taskWith("full"), 'spec.config: expected object, got "full"'],
     [

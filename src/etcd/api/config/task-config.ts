@@ -28,12 +28,18 @@ import {
   type OnDemandSnapshotCompactionConfig,
   OnDemandSnapshotCompactionMember,
 } from "./on-demand-snapshot-compaction.ts";
+import {
+  RecoverFromQuorumLossBody,
+  type RecoverFromQuorumLossConfig,
+  RecoverFromQuorumLossMember,
+} from "./recover-from-quorum-loss.ts";
 
 /** Every `spec.config` member this build implements, with the schema of its body. */
 export const taskConfigMembers = {
   [OnDemandMaintenanceMember]: OnDemandMaintenanceBody,
   [OnDemandSnapshotMember]: OnDemandSnapshotBody,
   [OnDemandSnapshotCompactionMember]: OnDemandSnapshotCompactionBody,
+  [RecoverFromQuorumLossMember]: RecoverFromQuorumLossBody,
 } as const;
 
 /** `spec.config`: wire form `{ <member>: <body> }` ⇄ decoded `TaskConfig`. */
@@ -45,7 +51,8 @@ export type UnsupportedTaskConfig = UnsupportedConfig;
 export type KnownTaskConfig =
   | OnDemandSnapshotConfig
   | OnDemandMaintenanceConfig
-  | OnDemandSnapshotCompactionConfig;
+  | OnDemandSnapshotCompactionConfig
+  | RecoverFromQuorumLossConfig;
 export type TaskConfig = KnownTaskConfig | UnsupportedTaskConfig;
 export type ConfigKind = TaskConfig["kind"];
 export type KnownConfigKind = keyof typeof taskConfigMembers;

@@ -1,0 +1,276 @@
+/**
+ * `recoverFromQuorumLoss` (docs/contract.md §15): etcd-druid's pull request #1358 on the library's
+ * resumable steps. Thirteen steps with druid's names, progress in druid's task annotations
+ * (`druid.gardener.cloud/quorum-recovery-last-completed-step`, `…-wait-start`), druid's Etcd
+ * annotations to keep its Etcd controller out of the way while the cluster is rebuilt:
+ *
+ *  1 WaitConfirmation             until the task has `druid.gardener.cloud/confirm-recovery: "true"`
+ *  2 SuspendReconciliation        Etcd `druid.gardener.cloud/suspend-etcd-spec-reconcile: "true"`
+ *  3 DisableComponentProtection   Etcd `druid.gardener.cloud/disable-etcd-component-protection: "true"`
+ *  4 ScaleDown                    quorum still lost (checked again), StatefulSet to 0
+ *  5 WaitScaleDown                until no replica is left (scaleDownTimeout, default 60s)
+ *  6 DeletePVCs                   every member's volume
+ *  7 DeleteMemberLeases
+ *  8 PatchConfigMap               etcd.conf.yaml for a one-member cluster of member 0
+ *  9 ScaleUp                      StatefulSet to 1: member 0 restores the latest backup
+ * 10 WaitPodReady                 until `<etcd>-0` is ready (podReadyTimeout, default 180s)
+ * 11 ReenableReconciliation       suspend removed, `druid.gardener.cloud/operation: reconcile`: druid
+ *                                 rewrites the configuration and scales out to spec.replicas
+ * 12 WaitEtcdReady                until AllMembersReady=True (etcdReadyTimeout, default 300s)
+ * 13 ReenableComponentProtection
+ *
+ * A Failed task, or one deleted before it finished, has steps 3 and 2 undone by Cleanup (the two
+ * Etcd annotations removed), so druid's Etcd controller is never left suspended.
+ */
+import * as Effect from "effect/Effect";
+import type { TaskHandler } from "../../handlers/handler.ts";
+import type { HandlerContext } from "../../handlers/handler-context.ts";
+import { failed } from "../../library/outcome.ts";
+import type { StepAnswer, StepStop, TaskStep } from "../../library/steps/step.ts";
+import { stepsHandler } from "../../library/steps/steps-handler.ts";
+import type { PhaseOutcome } from "../../machine/types.ts";
+import {
+  type RecoverFromQuorumLossConfig,
+  RecoverFromQuorumLossMember,
+  RecoveryAnnotations,
+  timeoutsOf,
+} from "../api/config/recover-from-quorum-loss.ts";
+import type { Etcd } from "../api/etcd.ts";
+import type { EtcdOpsTask } from "../api/etcdopstask.ts";
+import { etcdOpsTaskKind } from "../api/etcdopstask-kind.ts";
+import { taskEtcd } from "../on-demand-snapshot/admission.ts";
+import { outcomeOf } from "../on-demand-snapshot/step-failure.ts";
+import type { ObjectReader } from "../services.ts";
+import { admitRecovery, quorumProblem, RecoveryErrorCodes, stepCallFailed } from "./admission.ts";
+import {
+  configMapName,
+  EtcdConfigKey,
+  memberLeaseLabels,
+  podName,
+  QuorumCluster,
+  volumeLabels,
+} from "./cluster.ts";
+import { singleMemberConfig } from "./single-member-config.ts";
+
+export type RecoveryServices = ObjectReader | QuorumCluster;
+type Step = TaskStep<EtcdOpsTask, RecoveryServices, HandlerContext>;
+
+const asStop = (outcome: PhaseOutcome): StepStop =>
+  outcome.kind === "completed" ? { kind: "retry", description: outcome.description } : outcome;
+
+const configOf = (task: EtcdOpsTask): RecoverFromQuorumLossConfig =>
+  task.spec.config.kind === RecoverFromQuorumLossMember
+    ? task.spec.config
+    : { kind: RecoverFromQuorumLossMember };
+
+/** Runs `use` with the task's Etcd; a read failure stops the step (NotFound fails, others retry). */
+const withEtcd = <A extends StepAnswer | boolean | StepStop>(
+  task: EtcdOpsTask,
+  use: (etcd: Etcd) => Effect.Effect<A, never, RecoveryServices>,
+): Effect.Effect<A | StepStop, never, RecoveryServices> =>
+  taskEtcd(task).pipe(
+    Effect.matchEffect({
+      onFailure: (failure) => Effect.succeed(asStop(outcomeOf(failure))),
+      onSuccess: use,
+    }),
+  );
+
+/** A cluster call: done, or a retry naming what failed. */
+const cluster = <A>(
+  what: string,
+  call: (service: QuorumCluster["Service"]) => Effect.Effect<A, { readonly message: string }>,
+): Effect.Effect<A | StepStop, never, QuorumCluster> =>
+  QuorumCluster.use(call).pipe(
+    Effect.catch((error) => Effect.succeed(asStop(stepCallFailed(what, error.message)))),
+  );
+
+const isStop = (value: unknown): value is StepStop =>
+  typeof value === "object" && value !== null && "kind" in value;
+
+const annotate = (task: EtcdOpsTask, what: string, annotations: Readonly<Record<string, string | null>>) =>
+  cluster(what, (service) =>
+    service.annotateEtcd(task.metadata.namespace, task.spec.etcdName ?? "", annotations),
+  ).pipe(Effect.map((result) => (isStop(result) ? result : undefined)));
+
+const steps: ReadonlyArray<Step> = [
+  {
+    name: "WaitConfirmation",
+    done: "User confirmation received",
+    until: {
+      check: (task) => Effect.succeed(task.metadata.annotations?.[RecoveryAnnotations.confirm] === "true"),
+      waiting: `Awaiting user confirmation. Add the '${RecoveryAnnotations.confirm}: true' annotation to the EtcdOpsTask to proceed with the destructive recovery.`,
+    },
+  },
+  {
+    name: "SuspendReconciliation",
+    done: "Suspended etcd-druid reconciliation",
+    run: (task) =>
+      annotate(task, "suspend etcd-druid reconciliation", { [RecoveryAnnotations.suspendReconcile]: "true" }),
+    undo: (task) =>
+      annotate(task, "remove the suspend-reconcile annotation", {
+        [RecoveryAnnotations.suspendReconcile]: null,
+      }),
+  },
+  {
+    name: "DisableComponentProtection",
+    done: "Disabled etcd component protection",
+    run: (task) =>
+      annotate(task, "disable etcd component protection", {
+        [RecoveryAnnotations.disableProtection]: "true",
+      }),
+    undo: (task) =>
+      annotate(task, "remove the disable-protection annotation", {
+        [RecoveryAnnotations.disableProtection]: null,
+      }),
+  },
+  {
+    name: "ScaleDown",
+    done: "Scaled StatefulSet down to 0 replicas",
+    run: (task) =>
+      withEtcd(task, (etcd) => {
+        // The last moment to stop: everything from here on destroys the members' data.
+        const problem = quorumProblem(etcd);
+        if (problem !== undefined)
+          return Effect.succeed<StepAnswer>(
+            failed(`Quorum is no longer lost; not scaling down: ${problem.description}`, {
+              code: RecoveryErrorCodes.execute,
+              message: "etcd cluster has not lost quorum",
+              cause: problem.kind === "completed" ? "" : (problem.error?.cause ?? ""),
+            }) as StepStop,
+          );
+        return cluster("scale the StatefulSet down to 0", (service) =>
+          service.scale(etcd.metadata.namespace, etcd.metadata.name, 0),
+        ).pipe(Effect.map((result) => (isStop(result) ? result : undefined)));
+      }),
+  },
+  {
+    name: "WaitScaleDown",
+    done: "StatefulSet scaled down to 0 replicas",
+    until: {
+      check: (task) =>
+        cluster("get the StatefulSet for the scale-down check", (service) =>
+          service.statefulSet(task.metadata.namespace, task.spec.etcdName ?? ""),
+        ).pipe(
+          Effect.map((sts) =>
+            isStop(sts) ? sts : sts === undefined || (sts.current === 0 && sts.ready === 0),
+          ),
+        ),
+      deadlineMs: (task) => timeoutsOf(configOf(task)).scaleDownMs,
+      pollMs: 2_000,
+      waiting: "Waiting for StatefulSet to scale down to 0 replicas",
+    },
+  },
+  {
+    name: "DeletePVCs",
+    done: "Deleted all PVCs",
+    run: (task) =>
+      cluster("delete the members' PVCs", (service) =>
+        service.deletePvcs(task.metadata.namespace, volumeLabels(task.spec.etcdName ?? "")),
+      ).pipe(Effect.map((result) => (isStop(result) ? result : undefined))),
+  },
+  {
+    name: "DeleteMemberLeases",
+    done: "Deleted all member leases",
+    run: (task) =>
+      cluster("delete the member leases", (service) =>
+        service.deleteLeases(task.metadata.namespace, memberLeaseLabels(task.spec.etcdName ?? "")),
+      ).pipe(Effect.map((result) => (isStop(result) ? result : undefined))),
+  },
+  {
+    name: "PatchConfigMap",
+    done: "Patched ConfigMap to single-member configuration",
+    run: (task) =>
+      Effect.gen(function* () {
+        const etcd = task.spec.etcdName ?? "";
+        const namespace = task.metadata.namespace;
+        const text = yield* cluster("read the etcd ConfigMap", (service) =>
+          service.configData(namespace, configMapName(etcd), EtcdConfigKey),
+        );
+        if (isStop(text)) return text;
+        if (text === undefined)
+          return failed(`ConfigMap ${configMapName(etcd)} has no ${EtcdConfigKey}`, {
+            code: RecoveryErrorCodes.execute,
+            message: "failed to patch the etcd ConfigMap",
+            cause: `key "${EtcdConfigKey}" not found in ConfigMap ${namespace}/${configMapName(etcd)}`,
+          }) as StepStop;
+        const rewritten = yield* Effect.promise(() => singleMemberConfig(text, podName(etcd, 0)));
+        if (!rewritten.ok)
+          return failed("Cannot rewrite the etcd configuration for a single member", {
+            code: RecoveryErrorCodes.execute,
+            message: "failed to patch the etcd ConfigMap",
+            cause: rewritten.problem,
+          }) as StepStop;
+        const written = yield* cluster("write the etcd ConfigMap", (service) =>
+          service.writeConfigData(namespace, configMapName(etcd), EtcdConfigKey, rewritten.text),
+        );
+        return isStop(written) ? written : undefined;
+      }),
+  },
+  {
+    name: "ScaleUp",
+    done: "Scaled StatefulSet up to 1 replica",
+    run: (task) =>
+      cluster("scale the StatefulSet up to 1", (service) =>
+        service.scale(task.metadata.namespace, task.spec.etcdName ?? "", 1),
+      ).pipe(Effect.map((result) => (isStop(result) ? result : undefined))),
+  },
+  {
+    name: "WaitPodReady",
+    done: "Single-member etcd pod is ready",
+    until: {
+      check: (task) =>
+        cluster("get pod for readiness check", (service) =>
+          service.podReady(task.metadata.namespace, podName(task.spec.etcdName ?? "", 0)),
+        ),
+      deadlineMs: (task) => timeoutsOf(configOf(task)).podReadyMs,
+      pollMs: 5_000,
+      waiting: "Waiting for single-member etcd pod to become ready",
+    },
+  },
+  {
+    name: "ReenableReconciliation",
+    done: "Re-enabled etcd-druid reconciliation",
+    run: (task) =>
+      annotate(task, "re-enable etcd-druid reconciliation", {
+        [RecoveryAnnotations.suspendReconcile]: null,
+        [RecoveryAnnotations.operation]: "reconcile",
+      }),
+  },
+  {
+    name: "WaitEtcdReady",
+    done: "All etcd cluster members are ready",
+    until: {
+      check: (task) =>
+        withEtcd(task, (etcd) =>
+          Effect.succeed(
+            (etcd.status?.conditions ?? []).some((c) => c.type === "AllMembersReady" && c.status === "True"),
+          ),
+        ),
+      deadlineMs: (task) => timeoutsOf(configOf(task)).etcdReadyMs,
+      pollMs: 5_000,
+      waiting: "Waiting for all etcd cluster members to become ready",
+    },
+  },
+  {
+    name: "ReenableComponentProtection",
+    done: "Re-enabled etcd component protection",
+    run: (task) =>
+      annotate(task, "re-enable etcd component protection", {
+        [RecoveryAnnotations.disableProtection]: null,
+      }),
+  },
+];
+
+export const recoveryStepNames: ReadonlyArray<string> = steps.map((step) => step.name);
+
+export const recoverFromQuorumLossHandler: TaskHandler<EtcdOpsTask, RecoveryServices> = stepsHandler(
+  etcdOpsTaskKind,
+  {
+    progress: RecoveryAnnotations.progressPrefix,
+    steps,
+    admit: (task) => admitRecovery(task, configOf(task)),
+    completed: "Recovery from quorum loss completed successfully. All etcd cluster members are ready.",
+    deadlineCode: RecoveryErrorCodes.execute,
+    undoWhen: ["Failed", "InProgress"],
+  },
+);
