@@ -43,7 +43,8 @@ export const bundle = async (entry: string, outDir: string, options: BundleOptio
     input,
     platform: "node",
     logLevel: "warn",
-    external: optionalPeers.filter((name) => !installed(name, dirname(input))),
+    // rolldown itself (a native binding) is never bundled: `opstask bundle` runs where it is installed.
+    external: ["rolldown", ...optionalPeers.filter((name) => !installed(name, dirname(input)))],
     ...(options.conditions === undefined
       ? {}
       : { resolve: { conditionNames: [...options.conditions, "import", "node", "default"] } }),
