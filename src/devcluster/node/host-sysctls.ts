@@ -1,5 +1,7 @@
 // Host-wide kernel settings the kubelet changes when it starts (protectKernelDefaults false, and true
-// would make it fail on a machine with other values): read before, written back at the end.
+// would make it fail on a machine with other values): read before, written back at the end by the
+// last node to stop. A node starting beside running ones takes their record's values: what it would
+// read now is what their kubelets wrote.
 import { readFileSync, writeFileSync } from "node:fs";
 
 /** What kubelet's setupKernelTunables writes (not per network namespace: they are the host's). */

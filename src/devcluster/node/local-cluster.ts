@@ -30,7 +30,14 @@ import { startKubeProxy } from "./kube-proxy.ts";
 import { startKubelet } from "./kubelet.ts";
 import { createNodeNetwork, SERVICE_CIDR } from "./network.ts";
 import { type NodeBinaries, resolveNodeBinaries } from "./node-binaries.ts";
-import { claimSlot, releaseSlot, type SlotRecord, updateSlotRecord } from "./node-slot.ts";
+import {
+  claimSlot,
+  ownerAlive,
+  readSlotRecords,
+  releaseSlot,
+  type SlotRecord,
+  updateSlotRecord,
+} from "./node-slot.ts";
 import { checkNodePrerequisites } from "./prerequisites.ts";
 import { cleanUpNode, sweepDeadNodes } from "./teardown.ts";
 
@@ -316,7 +323,8 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     writeFileSync(rootCa, cp.caPem);
     await grantCoreDns(cp.makeKubeConfig());
 
-    record = { ...record, sysctls: readSysctls() };
+    const running = readSlotRecords().find((other) => other.slot !== record.slot && ownerAlive(other));
+    record = { ...record, sysctls: running?.sysctls ?? readSysctls() };
     updateSlotRecord(record);
     procs.kubelet = startKubelet({
       binary: nodeBinaries.kubelet,

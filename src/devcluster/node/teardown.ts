@@ -85,8 +85,10 @@ export async function cleanUpNode(record: SlotRecord): Promise<string[]> {
     await sleep(100);
   }
   problems.push(...cgroupProblems);
-  if (record.sysctls !== undefined) problems.push(...restoreSysctls(record.sysctls));
-  await removeHostFiles(record);
+  // Host-wide state shared with other nodes running now is left to the last of them.
+  const others = readSlotRecords().filter((other) => other.slot !== record.slot && ownerAlive(other));
+  if (others.length === 0 && record.sysctls !== undefined) problems.push(...restoreSysctls(record.sysctls));
+  await removeHostFiles(record, others.length === 0);
   rmSync(record.dir, { recursive: true, force: true });
   releaseSlot(record.slot);
   return problems;
@@ -97,7 +99,7 @@ export async function cleanUpNode(record: SlotRecord): Promise<string[]> {
  * device-plugin socket (shared by every kubelet on the machine), and the mount `ip netns add` makes
  * of /run/netns; shared ones are removed only when no other node is running.
  */
-async function removeHostFiles(record: SlotRecord): Promise<void> {
+async function removeHostFiles(record: SlotRecord, lastNode: boolean): Promise<void> {
   const podLogs = join(record.dir, "kubelet", "pod-logs");
   const containerLogs = "/var/log/containers";
   if (existsSync(containerLogs)) {
@@ -110,9 +112,8 @@ async function removeHostFiles(record: SlotRecord): Promise<void> {
       }
     }
   }
-  const others = readSlotRecords().filter((other) => other.slot !== record.slot && ownerAlive(other));
-  if (others.length === 0 && !record.netnsDirMounted) await unmountNetnsDir();
-  if (others.length === 0) {
+  if (lastNode && !record.netnsDirMounted) await unmountNetnsDir();
+  if (lastNode) {
     rmSync("/var/lib/kubelet/device-plugins/kubelet.sock", { force: true });
     for (const dir of ["/var/lib/kubelet/device-plugins", "/var/lib/kubelet"]) {
       try {
