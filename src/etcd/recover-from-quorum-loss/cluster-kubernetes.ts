@@ -1,8 +1,8 @@
 /**
  * `QuorumCluster` on the apiserver: one request per call, bounded by a timeout and counted with the
- * controller's other requests. RBAC (deploy/clusterrole.yaml): `etcds` patch; `statefulsets/scale`
- * patch (`statefulsets` get is there for CA resolution); `persistentvolumeclaims` list, delete;
- * `leases` list, delete; `configmaps` get, patch; `pods` get.
+ * controller's other requests. RBAC, opt-in (deploy/quorum-recovery/): `etcds` patch;
+ * `statefulsets/scale` patch (`statefulsets` get is deploy/clusterrole.yaml's); `persistentvolumeclaims`
+ * list, delete; `leases` list, delete; `configmaps` get, patch; `pods` get.
  */
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";

@@ -28,6 +28,8 @@ export class MemoryQuorumCluster {
   podsNeverReady = false;
   /** The next call of this operation fails once with a transient error. */
   failNext: keyof QuorumClusterShape | undefined;
+  /** Calls of these operations are forbidden (403), as without deploy/quorum-recovery/'s RBAC. */
+  readonly forbidden = new Set<keyof QuorumClusterShape>();
 
   readonly etcd: string;
 
@@ -61,6 +63,8 @@ export const makeMemoryQuorumCluster = (cluster: MemoryQuorumCluster): QuorumClu
   const call = <A>(op: keyof QuorumClusterShape, args: ReadonlyArray<unknown>, act: () => A) =>
     Effect.suspend(() => {
       cluster.calls.push({ op, args });
+      if (cluster.forbidden.has(op))
+        return Effect.fail(new KubeError({ reason: "Forbidden", code: 403, message: `${op}: forbidden` }));
       if (cluster.failNext === op) {
         cluster.failNext = undefined;
         return Effect.fail(

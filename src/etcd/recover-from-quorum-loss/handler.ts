@@ -25,6 +25,7 @@
 import * as Effect from "effect/Effect";
 import type { TaskHandler } from "../../handlers/handler.ts";
 import type { HandlerContext } from "../../handlers/handler-context.ts";
+import type { KubeError } from "../../kube/errors.ts";
 import { failed } from "../../library/outcome.ts";
 import type { StepAnswer, StepStop, TaskStep } from "../../library/steps/step.ts";
 import { stepsHandler } from "../../library/steps/steps-handler.ts";
@@ -78,10 +79,23 @@ const withEtcd = <A extends StepAnswer | boolean | StepStop>(
 /** A cluster call: done, or a retry naming what failed. */
 const cluster = <A>(
   what: string,
-  call: (service: QuorumCluster["Service"]) => Effect.Effect<A, { readonly message: string }>,
+  call: (service: QuorumCluster["Service"]) => Effect.Effect<A, KubeError>,
 ): Effect.Effect<A | StepStop, never, QuorumCluster> =>
   QuorumCluster.use(call).pipe(
-    Effect.catch((error) => Effect.succeed(asStop(stepCallFailed(what, error.message)))),
+    Effect.catch((error) =>
+      Effect.succeed(
+        // Missing RBAC does not heal by retrying: deploy/quorum-recovery/ grants it.
+        error.reason === "Forbidden"
+          ? asStop(
+              failed(`Not allowed to ${what}`, {
+                code: RecoveryErrorCodes.execute,
+                message: `failed to ${what}: forbidden; apply deploy/quorum-recovery/ to grant the controller recovery's RBAC`,
+                cause: error.message,
+              }),
+            )
+          : asStop(stepCallFailed(what, error.message)),
+      ),
+    ),
   );
 
 const isStop = (value: unknown): value is StepStop =>
