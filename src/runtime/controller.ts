@@ -1,25 +1,17 @@
 /**
- * The task controller on a real cluster: a list-watch cache of the tasks, a keyed work queue, and for
- * each key one reconcile pass at a time. The pass is the pass protocol's (src/reconcile/pass.ts), the
- * rules of who runs when are the scheduler's (src/reconcile/scheduler.ts), and the requests are
- * performed by the Kubernetes interpreter (src/interpreters/kubernetes/perform.ts); the memory
- * interpreter drives the same three. What is left here is the imperative shell: Effect fibers, the
- * informer, timers, logs and metrics.
+ * The task controller on a real cluster: a list-watch cache of the tasks, a keyed work queue, handler
+ * calls in fibers of their own, and the per-key core (src/reconcile/core.ts) that decides. This shell
+ * feeds the core what happens (watched changes, a key's turn, answers, handler returns, resyncs) and
+ * performs its commands: writes and Events through the Kubernetes interpreter
+ * (src/interpreters/kubernetes/perform.ts), handler calls, wake-ups, logs and metrics. The memory
+ * interpreter drives the same core.
  *
  * - A handler call never holds a worker: it runs in a fiber of its own, and the rest of its pass runs
  *   when it returns; meanwhile its key is busy (changes to it run after) and other keys move on.
- * - A task deleted while its Admit or Execute call runs is let go at once, but the call runs to its own
- *   end (its timeout bounds it) and holds its admission group until then; its result is discarded.
- * - Admissions read the cache that holds our own writes (read-your-writes), so the duplicate rule never
- *   sees a stale peer. Echoes of our own writes are dropped by the informer: the scheduler hears of
- *   each write from the pass that made it, and no pass runs on an echo.
- * - Due times (requeue, backoff, TTL) are the scheduler's; the work queue's one timer fiber sleeps until
- *   the earliest. Backoffs are jittered (the scheduler is handed backoff-jitter.ts's random stretch); a
- *   periodic resync re-derives every due time from the objects, so no requeue is lost.
- *
- * Over 400 lines, knowingly: this is the cluster shell's one closure — the informer, the queue, the
- * handler-call fibers and the change stream share the controller's state; the decisions are elsewhere
- * (the machine, the pass protocol, the scheduler) and so is performing requests (perform.ts).
+ * - Echoes of our own writes are dropped by the informer when it recognises them; the core hears of
+ *   each write from its answer, and skips the echoes that came before it.
+ * - Due times are the core's; the work queue's one timer fiber sleeps until the earliest. Backoffs are
+ *   jittered (backoff-jitter.ts's random stretch); a periodic resync re-derives every due time.
  */
 import * as Clock from "effect/Clock";
 import * as Duration from "effect/Duration";
@@ -28,7 +20,6 @@ import * as FiberMap from "effect/FiberMap";
 import type * as Scope from "effect/Scope";
 import * as Stream from "effect/Stream";
 import { isTerminal } from "../api/status.ts";
-import { TaskEffect } from "../effects/task-effect.ts";
 import { supportedMembers } from "../handlers/handler.ts";
 import { taskLogKeys } from "../handlers/handler-context.ts";
 import { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
@@ -37,22 +28,14 @@ import type { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
 import { controllerFieldManager } from "../kube/kube-client.ts";
 import { kubeClientOf } from "../kube/kube-client-node.ts";
 import type { KubeObject } from "../kube/object.ts";
-import type { Phase } from "../machine/types.ts";
-import { factsAfterWrite } from "../reconcile/facts-after-write.ts";
-import { carriesForeignChange } from "../reconcile/foreign-change.ts";
+import { type CoreCommand, type CoreInput, type PassView, TaskCore } from "../reconcile/core.ts";
 import {
   defaultHandlerDefectLimit,
   defectOf,
   defectOfCause,
-  type HandlerDefect,
   type HandlerReply,
 } from "../reconcile/handler-defect.ts";
-import { DefaultMaxTaskBytes, oversizedOf, tooLargeReason } from "../reconcile/oversized-task.ts";
-import { Answer, answer, drive, type PassRequest, type Step, start } from "../reconcile/pass.ts";
-import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "../reconcile/scheduler.ts";
-import { settledUntil } from "../reconcile/settled.ts";
-import { undecodedChangeFacts } from "../reconcile/settled-facts.ts";
-import { readFacts, readTask, type TaskFacts } from "../reconcile/task-kind.ts";
+import { DefaultMaxTaskBytes } from "../reconcile/oversized-task.ts";
 import { randomJitter } from "./backoff-jitter.ts";
 import type { ControllerHandle, ControllerOptions } from "./controller-options.ts";
 import { makeForeignWriterWatch, ownFieldManagers, reportForeignWrites } from "./foreign-writers.ts";
@@ -64,26 +47,12 @@ import { makeWorkQueue } from "./work-queue.ts";
 
 export type { ControllerHandle, ControllerOptions, ControllerStats } from "./controller-options.ts";
 
-interface Running extends PassHold {
-  readonly runId: string;
-  /** Labels of the task's metrics (type, etcd, namespace). */
-  readonly labels: Omit<TaskLabels, "state">;
-  readonly createdAt: number;
-  readonly started: number;
-  /** The task as decoded at the start of the pass (what its handlers get). */
-  readonly task: unknown;
-  /** The object as last read or written, and its facts. */
-  object: KubeObject;
-  facts: TaskFacts;
-  lockedGroup: string | undefined;
-  /** No one else's change came back merged into one of this pass's write results. */
-  sawAll: boolean;
-}
-
 const splitKey = (key: string): [string, string] => {
   const at = key.indexOf("/");
   return [key.slice(0, at), key.slice(at + 1)];
 };
+
+type Needs<R> = R | TaskWriter | EventRecorder;
 
 export const runController = <Task, R>(
   options: ControllerOptions<Task, R>,
@@ -97,7 +66,6 @@ export const runController = <Task, R>(
     const objects = kubeObjectGetter(client, options.counter);
     /** Abort controllers of the handler calls that have not returned, by call id. */
     const aborts = new Map<number, AbortController>();
-    const supported = supportedMembers(handlers);
     // Another controller writing our tasks (etcd-druid's own) is noticed as objects arrive (foreign-writers.ts).
     const fieldManager = options.fieldManager ?? controllerFieldManager;
     const foreign = makeForeignWriterWatch({
@@ -124,343 +92,200 @@ export const runController = <Task, R>(
       ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
     });
     // Memory that a restart loses (and the design survives losing).
-    const scheduler = new TaskScheduler<Kept>({ config, supported, jitter: yield* randomJitter });
+    const core = new TaskCore<Task>({
+      kind,
+      config,
+      supported: supportedMembers(handlers),
+      jitter: yield* randomJitter,
+      read: (key) => {
+        const [namespace, name] = splitKey(key);
+        return informer.get(namespace, name);
+      },
+    });
     const calls = yield* FiberMap.make<number>();
     const stats = { passes: 0, aborted: 0, handlerCalls: 0, writes: {} as Record<string, number> };
-    let runSerial = 0;
 
-    /** Whether the cache still holds this task (a pass can end after its task's DELETED event). */
-    const cached = (running: Running): boolean => {
-      const [namespace, name] = splitKey(running.key);
-      return informer.get(namespace, name)?.metadata.uid === running.uid;
-    };
-    /** The facts of every cached task of a group but `except` (the caller's own task, decoded already). */
-    const groupFacts = (group: string, except?: string): TaskFacts[] =>
-      scheduler.membersOf(group).flatMap((member) => {
-        if (member === except) return [];
-        const [namespace, name] = splitKey(member);
-        const object = informer.get(namespace, name);
-        const facts = object === undefined ? undefined : readFacts(kind, object);
-        return facts === undefined ? [] : [facts];
-      });
-
-    /**
-     * A task decoded by the change stream, for the pass the change wakes (decoding is a large part of a
-     * task's CPU). Kept only while that pass is due, keyed by the cached object: a newer copy misses.
-     */
-    const decodedOnce = new WeakMap<KubeObject, NonNullable<ReturnType<typeof readTask<Task>>>>();
-
-    // The queue is created below; `add` is bound once it exists.
+    // The queue is created below; `add` and `dueChanged` are bound once it exists.
     let add: (key: string) => Effect.Effect<void> = () => Effect.void;
-    const wakeAll = (wake: ReadonlyArray<Wake>): Effect.Effect<void> =>
-      Effect.forEach(wake, ({ key }) => add(key), { discard: true });
-    const annotate = (running: Running, fields: Record<string, unknown> = {}) =>
-      Effect.annotateLogs({ reconcileID: running.runId, task: running.key, ...fields });
+    let dueChanged: Effect.Effect<void> = Effect.void;
+    const annotate = (pass: PassView<Task>, fields: Record<string, unknown> = {}) =>
+      Effect.annotateLogs({ reconcileID: pass.runId, task: pass.key, ...fields });
+    /** Labels of a task's metrics (type, etcd, namespace). */
+    const labelsOf = (pass: PassView<Task>): Omit<TaskLabels, "state"> => ({
+      // A member without a handler is the author's text: one label value for all of them.
+      type:
+        pass.facts.member === ""
+          ? "invalid"
+          : Object.hasOwn(handlers, pass.facts.member)
+            ? pass.facts.member
+            : "unsupported",
+      etcd: pass.facts.group ?? "",
+      namespace: pass.facts.metadata.namespace,
+      kind: kind.resource.kind,
+    });
 
-    // ---- requests --------------------------------------------------------------------------------
+    /** Steps the core with `input` and performs its commands (each answer is fed back the same way). */
+    const feed = (input: CoreInput): Effect.Effect<void, never, Needs<R>> =>
+      Effect.forEach(core.step(input), perform, { discard: true });
 
-    /** Performs a write or an Event, and tells the scheduler (and the cache) what the write changed. */
-    const perform = (
-      running: Running,
-      request: PassRequest,
-    ): Effect.Effect<Answer, never, TaskWriter | EventRecorder> =>
-      request._tag === "RunPhase"
-        ? Effect.succeed(Answer.Suspend())
-        : Effect.gen(function* () {
-            const performed = yield* performOnCluster(running.object, request);
-            const { answer: result, accepted } = performed;
-            if (accepted) stats.writes[request._tag] = (stats.writes[request._tag] ?? 0) + 1;
-            if (performed.written === undefined) return result;
-            // The pass holds the task as the cache would, never the whole answer (a large task's megabytes).
-            const written = keep(performed.written);
-            // A DELETE or a status patch (no resourceVersion precondition) may return others' changes.
-            if (
-              request._tag === "DeleteTask" ||
-              carriesForeignChange(running.object, written, request._tag !== "PatchStatus")
-            )
-              running.sawAll = false;
-            running.object = written;
-            running.facts = factsAfterWrite(running.facts, request, written.metadata);
-            const inCache = cached(running);
-            informer.upsert(written);
-            // Our finalizer was the last one of a deleting task: the object is gone now, even if the
-            // cache has not heard of it yet. (If it has, there is no copy left to guard.)
-            const remaining = running.facts.metadata.finalizers?.length ?? 0;
-            if (
-              request._tag === "RemoveFinalizer" &&
-              remaining === 0 &&
-              written.metadata.deletionTimestamp !== undefined
-            ) {
-              if (inCache) scheduler.release(running.uid);
-            }
-            // (A task the cache has dropped already is gone: its DELETED event told the scheduler.)
-            if (inCache)
-              yield* wakeAll(scheduler.changed({ type: "MODIFIED", facts: running.facts, own: true }).wake);
-            const state = request._tag === "PatchStatus" ? request.patch.state : undefined;
-            if (typeof state === "string" && isTerminal(state)) {
-              const now = yield* Clock.currentTimeMillis;
-              const seconds = (now - running.createdAt) / 1000;
-              observer.taskFinished({ ...running.labels, state }, seconds, running.uid);
-            }
-            return result;
-          });
+    const perform = (command: CoreCommand<Task>): Effect.Effect<void, never, Needs<R>> => {
+      switch (command._tag) {
+        case "Wake":
+          return add(command.key);
+        case "DueChanged":
+          return dueChanged;
+        case "Store":
+          return Effect.sync(() => void informer.upsert(command.object as KubeObject));
+        case "Log":
+          return (command.level === "error" ? Effect.logError : Effect.logInfo)(command.message).pipe(
+            Effect.annotateLogs(command.fields),
+          );
+        case "Abort":
+          return Effect.sync(() =>
+            aborts.get(command.callId)?.abort(new Error("the task was deleted during the call")),
+          );
+        case "Started": {
+          const { pass, step } = command;
+          // A pass that acts is logged at info, with the machine's steps; a no-op pass only at debug.
+          const acts = step.pass.pending.some((e) => e._tag !== "RequeueAfter" && e._tag !== "AwaitChange");
+          return (acts ? Effect.logInfo("pass") : Effect.logDebug("pass")).pipe(
+            annotate(pass, {
+              trigger: pass.trigger,
+              transitions: step.pass.transitions.map((t) => `${t.from} -[${t.event}]-> ${t.to}`).join(", "),
+            }),
+          );
+        }
+        case "CallEnded":
+          return callEnded(command);
+        case "Ended":
+          return ended(command);
+        case "Perform":
+          return write(command);
+        case "Call":
+          return FiberMap.run(
+            calls,
+            command.callId,
+            callHandler(command).pipe(
+              Effect.flatMap((reply) =>
+                Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                  feed({ _tag: "Returned", callId: command.callId, reply, now }),
+                ),
+              ),
+            ),
+          ).pipe(Effect.asVoid);
+      }
+    };
+
+    /** Performs a write or an Event; the task's metrics learn of a terminal state written. */
+    const write = (command: Extract<CoreCommand<Task>, { _tag: "Perform" }>) =>
+      Effect.gen(function* () {
+        const { pass, request } = command;
+        const performed = yield* performOnCluster(command.object as KubeObject, request);
+        const now = yield* Clock.currentTimeMillis;
+        if (performed.accepted) stats.writes[request._tag] = (stats.writes[request._tag] ?? 0) + 1;
+        const state = request._tag === "PatchStatus" ? request.patch.state : undefined;
+        if (performed.written !== undefined && typeof state === "string" && isTerminal(state))
+          observer.taskFinished({ ...labelsOf(pass), state }, (now - pass.createdAt) / 1000, pass.uid);
+        // The pass holds the task as the cache would, never the whole answer (a large task's megabytes).
+        const written = performed.written === undefined ? {} : { written: keep(performed.written) };
+        yield* feed({ _tag: "Answered", pass: pass.id, answer: performed.answer, now, ...written });
+      });
 
     /** Runs a handler phase; a defect (a throw, a die) comes back as the value it is, never as a crash. */
     const callHandler = (
-      running: Running,
-      phase: Phase,
-      callId: number,
-      attempt: number,
+      command: Extract<CoreCommand<Task>, { _tag: "Call" }>,
     ): Effect.Effect<HandlerReply, never, R> => {
-      const handler = handlers[running.facts.member];
-      if (running.task === undefined || handler === undefined)
+      const { pass, phase, callId, attempt } = command;
+      const handler = handlers[pass.facts.member];
+      if (pass.task === undefined || handler === undefined)
         return Effect.succeed(
-          defectOf(new Error(`no handler for ${running.facts.member || "an undecodable task"}`)),
+          defectOf(new Error(`no handler for ${pass.facts.member || "an undecodable task"}`)),
         );
       stats.handlerCalls += 1;
       const abort = new AbortController();
       aborts.set(callId, abort);
-      const { metadata } = running.facts;
+      const { metadata } = pass.facts;
       const context = kubeHandlerContext(
-        {
-          phase,
-          attempt,
-          reconcileID: running.runId,
-          subject: metadata,
-          client,
-          objects,
-          signal: abort.signal,
-          resource: kind.resource,
-        },
+        { phase, attempt, reconcileID: pass.runId, subject: metadata, client, objects, signal: abort.signal },
         services,
         recorder,
       );
-      return Effect.suspend(() => handler[phase](running.task as Task, context)).pipe(
+      const task = pass.task;
+      return Effect.suspend(() => handler[phase](task, context)).pipe(
         Effect.catchCause((cause) => Effect.succeed<HandlerReply>(defectOfCause(cause))),
-        Effect.annotateLogs(taskLogKeys(metadata, phase, running.runId)),
+        Effect.annotateLogs(taskLogKeys(metadata, phase, pass.runId)),
         Effect.onInterrupt(() => Effect.sync(() => abort.abort(new Error("the controller is stopping")))),
         Effect.ensuring(Effect.sync(() => aborts.delete(callId))),
       );
     };
 
-    /** A handler's bug, once per kind per task phase: where it threw, and what becomes of the task. */
-    const logDefect = (running: Running, phase: Phase, attempt: number, defect: HandlerDefect) =>
-      Effect.logError(`handler defect: ${defect.summary}`).pipe(
-        annotate(running, {
-          ...taskLogKeys(running.facts.metadata, phase, running.runId),
-          attempt,
-          stack: defect.stack,
-          hint: `the handler threw instead of returning a result; fix it (the phase fails after ${
-            config.handlerDefectLimit ?? defaultHandlerDefectLimit
-          } defects)`,
-        }),
-      );
-
-    // ---- one pass --------------------------------------------------------------------------------
-
-    /** Drives the pass from `step` until it ends, stops, or waits for a handler call in a fiber of its own. */
-    const resume = (
-      running: Running,
-      step: Step,
-    ): Effect.Effect<void, never, R | TaskWriter | EventRecorder> =>
+    /** A handler's bug, once per kind per task phase; a deleted task's result, discarded. */
+    const callEnded = (command: Extract<CoreCommand<Task>, { _tag: "CallEnded" }>) =>
       Effect.gen(function* () {
-        const last = yield* drive(step, (request) => perform(running, request));
-        const now = yield* Clock.currentTimeMillis;
-        const seconds = (now - running.started) / 1000;
-        if (last._tag !== "Request")
-          observer.passTransitions?.({ key: running.key, uid: running.uid, runId: running.runId }, last.pass);
-        switch (last._tag) {
-          case "Request": {
-            if (last.request._tag !== "RunPhase") return;
-            const phase = last.request.phase;
-            const { callId, attempt, lockedGroup, wake } = scheduler.calling(running, phase);
-            running.lockedGroup = lockedGroup;
-            yield* wakeAll(wake);
-            const call = callHandler(running, phase, callId, attempt).pipe(
-              Effect.flatMap((reply) =>
-                Effect.gen(function* () {
-                  const defect = reply.kind === "defect" ? reply : undefined;
-                  const returned = scheduler.returned(running, callId, defect);
-                  yield* wakeAll(returned.wake);
-                  if (defect !== undefined) {
-                    observer.handlerDefect?.(phase);
-                    if (returned.report) yield* logDefect(running, phase, attempt, defect);
-                  }
-                  if (!returned.current)
-                    return yield* Effect.logInfo(
-                      "handler call of a deleted task ended; result discarded",
-                    ).pipe(annotate(running, { phase, outcome: reply.kind }));
-                  const at = yield* Clock.currentTimeMillis;
-                  const answered =
-                    reply.kind === "defect"
-                      ? Answer.Threw({ defect: reply, now: at })
-                      : Answer.Returned({ outcome: reply, now: at });
-                  yield* resume(running, answer(last, answered));
-                }),
-              ),
+        const { pass, phase, attempt, reply } = command;
+        if (reply.kind === "defect") {
+          observer.handlerDefect?.(phase);
+          if (command.report)
+            yield* Effect.logError(`handler defect: ${reply.summary}`).pipe(
+              annotate(pass, {
+                ...taskLogKeys(pass.facts.metadata, phase, pass.runId),
+                attempt,
+                stack: reply.stack,
+                hint: `the handler threw instead of returning a result; fix it (the phase fails after ${
+                  config.handlerDefectLimit ?? defaultHandlerDefectLimit
+                } defects)`,
+              }),
             );
-            yield* FiberMap.run(calls, callId, call);
-            return;
-          }
-          case "End": {
-            stats.passes += 1;
-            observer.passEnded("ended", seconds);
-            const { end } = last;
-            const settledAt = running.sawAll ? running.object.metadata.resourceVersion : undefined;
-            const wake = scheduler.ended(running, end, now, cached(running), settledAt);
-            yield* queue.dueChanged;
-            yield* Effect.logDebug("pass ended").pipe(
-              annotate(running, { end: end._tag, reason: end.reason }),
-            );
-            return yield* wakeAll(wake);
-          }
-          case "Stopped": {
-            if (last.stopped._tag === "Gone") {
-              observer.passEnded("gone", seconds);
-              return yield* wakeAll(scheduler.gone(running));
-            }
-            stats.aborted += 1;
-            observer.passEnded("aborted", seconds);
-            const unwritten = last.pass.unwritten;
-            const { delayMs, wake } = scheduler.stopped(
-              running,
-              unwritten && { known: unwritten },
-              cached(running),
-              now,
-            );
-            yield* queue.dueChanged;
-            const reason =
-              last.stopped._tag === "WriteFailed"
-                ? `${last.stopped.request}: ${last.stopped.cause}`
-                : last.stopped.cause;
-            yield* Effect.logWarning("pass aborted").pipe(
-              annotate(running, { reason, ...(delayMs === undefined ? {} : { retryInMs: delayMs }) }),
-            );
-            return yield* wakeAll(wake);
-          }
         }
+        if (!command.current)
+          yield* Effect.logInfo("handler call of a deleted task ended; result discarded").pipe(
+            annotate(pass, { phase, outcome: reply.kind }),
+          );
       });
 
-    const reconcile = (key: string): Effect.Effect<void, never, R | TaskWriter | EventRecorder> =>
+    /** A pass's end, in metrics and logs. */
+    const ended = (command: Extract<CoreCommand<Task>, { _tag: "Ended" }>) =>
       Effect.gen(function* () {
-        const [namespace, name] = splitKey(key);
-        const object = informer.get(namespace, name);
-        if (object === undefined) return;
-        // Nothing new since this key's last pass (the echo of its own write): no decode, no pass.
-        if (scheduler.skipsEcho(key, object.metadata.resourceVersion)) return;
-        const read = decodedOnce.get(object) ?? readTask(kind, object);
-        decodedOnce.delete(object);
-        if (read === undefined) {
-          const oversized = oversizedOf(object);
-          if (oversized !== undefined)
-            return yield* Effect.logError(
-              "task too large to act on: even its finalizers and annotations exceed half the limit; left alone",
-            ).pipe(Effect.annotateLogs({ task: key, reason: tooLargeReason(oversized) }));
-          // Not even its metadata decodes: nothing can be written to it. (A bad spec or status is
-          // handled by the machine: the task is Rejected with ERR_INVALID_TASK naming the fields.)
-          const decoded = kind.decode(object);
-          const errors = decoded.ok ? [] : decoded.failure.errors;
-          return yield* Effect.logError("task metadata does not decode; fix the object").pipe(
-            Effect.annotateLogs({ task: key, errors: errors.join("; ") }),
+        const { pass, step } = command;
+        const seconds = ((yield* Clock.currentTimeMillis) - pass.started) / 1000;
+        observer.passTransitions?.({ key: pass.key, uid: pass.uid, runId: pass.runId }, step.pass);
+        observer.passEnded(command.how, seconds);
+        if (command.how === "ended") {
+          stats.passes += 1;
+          return yield* Effect.logDebug("pass ended").pipe(
+            annotate(pass, { end: command.end?._tag, reason: command.end?.reason }),
           );
         }
-        const { facts, task } = read;
-        const group = groupKeyOf(facts);
-        const now = yield* Clock.currentTimeMillis;
-        runSerial += 1;
-        const runId = `${now.toString(36)}-${runSerial.toString(36)}`;
-        const peers = () => (group === undefined ? [] : groupFacts(group, key));
-        const started = scheduler.start(key, facts, peers, now, runId);
-        // Deferred (the key is in a pass already, or another pass holds its admission group) or released.
-        if (started === undefined) return;
-        // A settled task (a resync, an early timer) only needs its TTL due time: no machine run.
-        const settled = settledUntil(started.input);
-        if (settled !== undefined) {
-          const end = TaskEffect.RequeueAfter({ delayMs: settled - now, reason: "ttl" });
-          yield* wakeAll(scheduler.ended(started, end, now, true));
-          return yield* queue.dueChanged;
-        }
-        const step = start(started.input);
-        const running: Running = {
-          key,
-          uid: started.uid,
-          group: started.group,
-          lockedGroup: started.lockedGroup,
-          runId,
-          labels: {
-            // A member without a handler is the author's text: one label value for all of them.
-            type:
-              facts.member === ""
-                ? "invalid"
-                : Object.hasOwn(handlers, facts.member)
-                  ? facts.member
-                  : "unsupported",
-            etcd: facts.group ?? "",
-            namespace,
-            kind: kind.resource.kind,
-          },
-          createdAt: started.input.task.createdAt,
-          started: now,
-          task,
-          object,
-          facts,
-          sawAll: true,
-        };
-        // A pass that acts is logged at info, with the machine's steps; a no-op pass only at debug.
-        const acts = step.pass.pending.some((e) => e._tag !== "RequeueAfter" && e._tag !== "AwaitChange");
-        yield* (acts ? Effect.logInfo("pass") : Effect.logDebug("pass")).pipe(
-          annotate(running, {
-            trigger: started.trigger,
-            transitions: step.pass.transitions.map((t) => `${t.from} -[${t.event}]-> ${t.to}`).join(", "),
-          }),
-        );
-        yield* resume(running, step);
-      }).pipe(Effect.withLogSpan("reconcile"));
+        if (command.how === "gone" || step._tag !== "Stopped" || step.stopped._tag === "Gone") return;
+        stats.aborted += 1;
+        const { stopped } = step;
+        const reason =
+          stopped._tag === "WriteFailed" ? `${stopped.request}: ${stopped.cause}` : stopped.cause;
+        const retry = command.retryInMs === undefined ? {} : { retryInMs: command.retryInMs };
+        yield* Effect.logWarning("pass aborted").pipe(annotate(pass, { reason, ...retry }));
+      });
 
-    const queue = yield* makeWorkQueue({
-      concurrency: options.concurrency,
-      process: reconcile,
-      due: scheduler,
-    });
+    const reconcile = (key: string): Effect.Effect<void, never, Needs<R>> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => feed({ _tag: "Turn", key, now })).pipe(
+        Effect.withLogSpan("reconcile"),
+      );
+
+    const queue = yield* makeWorkQueue({ concurrency: options.concurrency, process: reconcile, due: core });
     add = (key) => queue.add(key);
-    const wakeFor = (key: string, reason: Parameters<typeof scheduler.note>[1]) => {
-      scheduler.note(key, reason);
-      return queue.add(key);
-    };
+    dueChanged = queue.dueChanged;
 
-    // ---- what triggers passes ------------------------------------------------------------------
+    // ---- what the core hears of ------------------------------------------------------------------
 
     yield* informer.changes.pipe(
       Stream.runForEach((change) =>
         Effect.gen(function* () {
-          const { object, key } = change;
-          // A finished task seen first (a takeover) waits for its TTL undecoded; its timer's pass decodes it.
-          const settled = undecodedChangeFacts(kind, scheduler, change);
-          const read = settled === undefined ? readTask(kind, object) : undefined;
-          const facts = settled ?? read?.facts;
-          if (facts === undefined) {
-            // Unreadable metadata: the pass logs why; nothing else can act on it.
-            if (change.type !== "DELETED") yield* wakeFor(key, "object changed");
-            return;
-          }
-          if (change.type === "DELETED") {
+          const { object, key, type } = change;
+          if (type === "DELETED") {
             observer.taskGone?.(object.metadata.uid);
             foreign.forget(object.metadata.uid);
           }
           yield* reportForeignWrites(foreign.drain(), recorder, observer, foreignWording);
-          const now = yield* Clock.currentTimeMillis;
-          const { wake, orphaned } = scheduler.changed({ type: change.type, key, facts, now });
-          // A settled task (reconcile/settled.ts) needs no pass until its TTL runs out: it is due then.
-          yield* queue.dueChanged;
-          // The pass this wakes decodes nothing again (unless the cache has a newer copy by then).
-          if (read !== undefined && wake.some((woken) => woken.key === key)) decodedOnce.set(object, read);
-          if (orphaned !== undefined)
-            aborts.get(orphaned)?.abort(new Error("the task was deleted during the call"));
-          if (orphaned !== undefined)
-            yield* Effect.logInfo(
-              "task deleted during its handler call; the call runs to its end, its result will be discarded",
-            ).pipe(Effect.annotateLogs({ task: key }));
-          yield* wakeAll(wake);
+          yield* feed({ _tag: "Changed", type, key, object, now: yield* Clock.currentTimeMillis });
         }),
       ),
       Effect.forkScoped,
@@ -487,12 +312,8 @@ export const runController = <Task, R>(
               observer.groupGone?.(change.object.metadata.namespace, change.object.metadata.name);
           }),
         ),
-        Stream.runForEach((change) =>
-          Effect.forEach(
-            scheduler.unfinishedOf(`${change.object.metadata.namespace}/${change.object.metadata.name}`),
-            (key) => wakeFor(key, "related object changed"),
-            { discard: true },
-          ),
+        Stream.runForEach(({ object }) =>
+          feed({ _tag: "RelatedChanged", group: `${object.metadata.namespace}/${object.metadata.name}` }),
         ),
         Effect.forkScoped,
       );
@@ -505,7 +326,7 @@ export const runController = <Task, R>(
     yield* Effect.gen(function* () {
       yield* Effect.sleep(resyncEvery);
       yield* informer.synced;
-      for (const key of informer.keys()) yield* wakeFor(key, "resync");
+      yield* feed({ _tag: "Resync", keys: informer.keys() });
     }).pipe(Effect.forever, Effect.forkScoped);
 
     return {
@@ -513,9 +334,9 @@ export const runController = <Task, R>(
       stats: () => ({
         ...stats,
         writes: { ...stats.writes },
-        inFlightCalls: scheduler.callsInFlight,
-        orphanedCalls: scheduler.orphanedCalls,
-        remembered: scheduler.remembered,
+        inFlightCalls: core.callsInFlight,
+        orphanedCalls: core.orphanedCalls,
+        remembered: core.remembered,
       }),
       queue: () => queue.metrics(),
     };
