@@ -4,6 +4,7 @@
  * (`startStatelyInspector`; pass its `observer` to `runTaskController`). A separate entry because
  * these load CLI-only code and optional packages that the library's entry (`opstask`) never loads.
  */
+export { scheduleCommand } from "./cli/schedule/schedule-command.ts";
 export { type CliKind, type CliKindOptions, cliKindOf, type ManifestObject } from "./cli/task/cli-kind.ts";
 export type { TaskCommand } from "./cli/task/command.ts";
 export { type CliKinds, makeTaskCommands } from "./cli/task/index.ts";

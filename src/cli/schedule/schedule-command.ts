@@ -261,7 +261,12 @@ const runVerb = async (
   }
 };
 
-/** Runs `schedule <verb> …`; an `OptionError` (a bad argument) is the caller's to print, exit 2. */
+/**
+ * `schedule create|get|describe|suspend|resume|trigger` for TaskSchedules whose runs are of `kinds`
+ * (docs/schedules.md); resolves to the exit code: 0 done, 1 the API refused or failed, 2 a bad
+ * argument (each printed on `io.stderr`). An operator adds it to its CLI with
+ * `taskCli(kinds, { commands: { schedule: { summary, run: scheduleCommand(kinds) } } })`.
+ */
 export const scheduleCommand =
   (kinds: ReadonlyArray<CliKind>) =>
   async (argv: ReadonlyArray<string>, io: TaskIo): Promise<number> => {
