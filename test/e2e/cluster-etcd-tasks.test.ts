@@ -10,7 +10,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { AppsV1Api, BatchV1Api, CoreV1Api } from "@kubernetes/client-node";
+import { AppsV1Api, BatchV1Api, CoreV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { resolveImageBinaries } from "../../src/devcluster/images/index.ts";
 import { waitFor } from "../support/wait.ts";
@@ -67,6 +67,56 @@ describe("on-demand snapshots of a 3-member etcd cluster in pods, by the control
       images.opstask.ref,
     ]);
     expect(pods.map((pod) => pod.metadata?.name)).toContain(leaderPod);
+  });
+
+  it("answers /metrics through its Service to a token that may get /metrics, and refuses one that may not", async () => {
+    const { cluster, kubeConfig, etcd } = lab();
+    const namespace = etcd.spec.namespace;
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    const token = async (name: string): Promise<string> => {
+      await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+      const request = await core.createNamespacedServiceAccountToken({
+        namespace,
+        name,
+        body: { spec: { audiences: [], expirationSeconds: 600 } },
+      });
+      return request.status?.token ?? "";
+    };
+    const scraper = await token("scraper");
+    const stranger = await token("stranger");
+    await kubeConfig.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
+      body: {
+        metadata: { name: `opstask-metrics-reader-${namespace}` },
+        roleRef: {
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "ClusterRole",
+          name: "opstask-metrics-reader",
+        },
+        subjects: [{ kind: "ServiceAccount", name: "scraper", namespace }],
+      },
+    });
+    const service = await core.readNamespacedService({
+      namespace: ControllerNamespace,
+      name: "opstask-metrics",
+    });
+    const scrape = (bearer: string) =>
+      cluster.run("curl", [
+        ...[
+          "--silent",
+          "--insecure",
+          "--max-time",
+          "10",
+          "--output",
+          "/dev/null",
+          "--write-out",
+          "%{http_code}",
+        ],
+        ...["--header", `Authorization: Bearer ${bearer}`],
+        `https://${service.spec?.clusterIP ?? ""}:8443/metrics`,
+      ]);
+    // RBAC changes reach the apiserver's authorizer at once; the controller asks it on every scrape.
+    expect(await scrape(scraper)).toBe("200");
+    expect(await scrape(stranger)).toBe("403");
   });
 
   it("takes a full snapshot through cluster DNS and TLS, and the snapshot is in the store", async () => {
