@@ -4,7 +4,8 @@
  * kube-apiserver + etcd (binaries built once from the Go module proxy and cached), installs opstask's
  * CRDs, starts a real etcd with a real etcd-backup-restore beside it and a demo Etcd `etcd-test` in
  * `default` pointing at them, runs the controller in the foreground, and tells you how to create a
- * task. Ctrl-C stops everything.
+ * task. Ctrl-C stops everything. `--cluster` starts a whole local cluster with a real node instead
+ * (src/devcluster/node: kubelet, containerd, kube-proxy, CoreDNS, scheduler, controller-manager).
  */
 import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
@@ -12,6 +13,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type BackupRestore, startBackupRestore } from "../devcluster/backup-restore.ts";
 import { runDevCluster } from "../devcluster/dev.ts";
+import { runDevLocalCluster } from "../devcluster/node/dev-cluster.ts";
 import { createReadyEtcd } from "../devcluster/ready-etcd.ts";
 import { loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { serveController } from "./controller-command.ts";
@@ -94,6 +96,30 @@ const runLocal = async (options: ControllerOptions): Promise<void> => {
   }
 };
 
+/** `--cluster`: the control plane plus a real node, with opstask's CRDs; runs until Ctrl-C. */
+const runLocalCluster = async (): Promise<void> => {
+  const home = join(process.env.OPSTASK_CACHE ?? join(homedir(), ".cache", "opstask"), "dev");
+  mkdirSync(home, { recursive: true });
+  await runDevLocalCluster({
+    kubeconfigPath: join(home, "kubeconfig"),
+    crds,
+    onReady: (cluster) => {
+      say(
+        `cluster ready in ${cluster.startupMs} ms: node ${cluster.nodeName} (${cluster.nodeAddress}), pods ${cluster.podCidr}, Services ${cluster.serviceCidr}, DNS ${cluster.dnsAddress}`,
+      );
+      process.stderr.write(
+        [
+          `  export KUBECONFIG=${cluster.kubeconfigPath}`,
+          "  kubectl get nodes,pods -A",
+          `  ctr --address ${join(cluster.footprint.dir, "containerd", "containerd.sock")} -n k8s.io images import IMAGE.tar`,
+          "loads an image (there is no registry; pods use imagePullPolicy: Never). Ctrl-C stops everything.",
+          "",
+        ].join("\n"),
+      );
+    },
+  });
+};
+
 const devHelp = (): string =>
   [
     "Usage: opstask dev [options]",
@@ -104,6 +130,10 @@ const devHelp = (): string =>
     "controller on it; the kubeconfig is written to ~/.cache/opstask/dev/kubeconfig. With",
     "--kubeconfig it is `opstask controller`. Ctrl-C stops everything.",
     "",
+    "  --cluster    a whole local cluster instead: the control plane plus one real node (kubelet,",
+    "               containerd, kube-proxy, CoreDNS, scheduler, controller-manager; root and",
+    "               scripts/system-deps node needed), opstask's CRDs installed",
+    "",
     "Options are the controller's:",
     "",
     ...controllerHelp().split("\n").slice(4),
@@ -112,6 +142,15 @@ const devHelp = (): string =>
 export const devCommand = async (argv: ReadonlyArray<string>): Promise<number> => {
   if (argv.includes("--help") || argv.includes("-h")) {
     process.stdout.write(`${devHelp()}\n`);
+    return 0;
+  }
+  if (argv.includes("--cluster")) {
+    const rest = argv.filter((arg) => arg !== "--cluster");
+    if (rest.length > 0) {
+      process.stderr.write(`opstask dev --cluster: no other option is taken yet (got ${rest.join(" ")})\n`);
+      return 2;
+    }
+    await runLocalCluster();
     return 0;
   }
   const read = await loadControllerOptions(argv);
