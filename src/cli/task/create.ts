@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
 import { OnDemandMaintenanceLimits } from "../../etcd/api/config/on-demand-maintenance.ts";
 import { OnDemandSnapshotLimits, SnapshotTypes } from "../../etcd/api/config/on-demand-snapshot.ts";
+import { GoDurationPattern, RecoveryAnnotations } from "../../etcd/api/config/recover-from-quorum-loss.ts";
 import { ApiVersion, decodeEtcdOpsTaskManifest, Kind, TtlLimits } from "../../etcd/api/etcdopstask.ts";
 import type { KubeError } from "../../kube/errors.ts";
 import { OptionError } from "../options.ts";
@@ -28,6 +29,14 @@ export const snapshotFlags = {
   ...createFlags,
   type: { type: "string" },
   final: { type: "boolean" },
+} as const;
+export const recoverQuorumFlags = {
+  ...createFlags,
+  yes: { type: "boolean", short: "y" },
+  "scale-down-timeout": { type: "string" },
+  "pod-ready-timeout": { type: "string" },
+  "etcd-ready-timeout": { type: "string" },
+  "allow-data-loss": { type: "boolean" },
 } as const;
 export const maintainFlags = {
   ...createFlags,
@@ -132,6 +141,49 @@ export const maintenanceManifest = (etcd: string, flags: Flags): object => {
           ...(compact ? { compaction: physical ? { physical: true } : {} } : {}),
           ...(defrag ? { defragmentation: {} } : {}),
           ...(timeout === undefined ? {} : { timeoutSeconds: timeout }),
+        },
+      },
+    },
+  });
+};
+
+const durationFlag = (flags: Flags, name: string): string | undefined => {
+  const value = stringFlag(flags, name);
+  if (value !== undefined && !GoDurationPattern.test(value))
+    throw new OptionError(
+      `invalid value "${value}" for --${name}: expected a duration such as 60s, 3m or 1m30s`,
+    );
+  return value;
+};
+
+/**
+ * The `recoverFromQuorumLoss` task `recover-quorum <etcd> …` asks for, confirmed: the user answered the
+ * prompt (or passed `--yes`), so it carries druid's confirmation annotation and runs without waiting.
+ */
+export const recoverQuorumManifest = (etcd: string, flags: Flags): object => {
+  if (stringFlag(flags, "timeout") !== undefined)
+    throw new OptionError(
+      "--timeout does not apply to recover-quorum: use --scale-down-timeout, --pod-ready-timeout or --etcd-ready-timeout",
+    );
+  const scaleDownTimeout = durationFlag(flags, "scale-down-timeout");
+  const podReadyTimeout = durationFlag(flags, "pod-ready-timeout");
+  const etcdReadyTimeout = durationFlag(flags, "etcd-ready-timeout");
+  return checked({
+    apiVersion: ApiVersion,
+    kind: Kind,
+    metadata: {
+      ...metadataOf({ etcd, flags, purpose: "recover-quorum" }),
+      annotations: { [RecoveryAnnotations.confirm]: "true" },
+    },
+    spec: {
+      etcdName: etcd,
+      ...ttlOf(flags),
+      config: {
+        recoverFromQuorumLoss: {
+          ...(scaleDownTimeout === undefined ? {} : { scaleDownTimeout }),
+          ...(podReadyTimeout === undefined ? {} : { podReadyTimeout }),
+          ...(etcdReadyTimeout === undefined ? {} : { etcdReadyTimeout }),
+          ...(booleanFlag(flags, "allow-data-loss") ? { allowDataLoss: true } : {}),
         },
       },
     },

@@ -4,6 +4,7 @@
  *
  *   snapshot <etcd> --type full|delta   an on-demand snapshot
  *   maintain <etcd> --compact|--defrag  on-demand compaction and/or defragmentation
+ *   recover-quorum <etcd> [--yes]       recovery from a permanent quorum loss (asks first)
  *   get [NAME…] [-o …] [-l …] [-A] [-w] tasks as a table, JSON, YAML or names
  *   describe <task>                     state, timeline, errors, and why
  *   wait <task>                         follow a task until it ends
@@ -12,7 +13,8 @@
  *   history [<target>]                  last outcomes per task type, kept after the tasks' TTL
  *
  * get, describe, wait, create, delete and history work for any task kind (`makeTaskCommands` takes the kinds,
- * the first the default of `--kind`); snapshot and maintain create EtcdOpsTasks (`makeOpstaskCommands`).
+ * the first the default of `--kind`); snapshot, maintain and recover-quorum create EtcdOpsTasks
+ * (`makeOpstaskCommands`).
  */
 import * as Effect from "effect/Effect";
 import { OptionError } from "../options.ts";
@@ -33,6 +35,8 @@ import {
   createAndMaybeWait,
   maintainFlags,
   maintenanceManifest,
+  recoverQuorumFlags,
+  recoverQuorumManifest,
   snapshotFlags,
   snapshotManifest,
   waitSettings,
@@ -141,7 +145,54 @@ ${commonHelp}`,
     interruptedExit: WaitExit.interrupted,
     prepare: createCommand("maintain", maintainFlags, maintenanceManifest),
   };
-  return [snapshot, maintain];
+  const recoverQuorum: TaskCommandSpec = {
+    name: "recover-quorum",
+    summary: "recover an etcd cluster from a permanent quorum loss: recover-quorum <etcd> [--yes] [--wait]",
+    usage: `Usage: {program} recover-quorum <etcd> [--yes] [options]
+
+Creates a recoverFromQuorumLoss EtcdOpsTask for <etcd> and prints its name. DESTRUCTIVE: the task
+scales the StatefulSet to 0, deletes every member's volume (PVC) and Lease, brings member 0 back from
+the latest backup and lets etcd-druid scale out again. The controller admits it only when the Etcd
+reports Ready=False with reason QuorumLost, and needs deploy/quorum-recovery/'s RBAC.
+
+You are asked to type the Etcd's name first; the task then carries druid's confirmation annotation
+(druid.gardener.cloud/confirm-recovery: "true") and starts at once.
+
+  -y, --yes                   do not ask (scripts); without a terminal, --yes is required
+  --scale-down-timeout DUR    wait for 0 replicas at most DUR (default 60s)
+  --pod-ready-timeout DUR     wait for member 0 to be ready at most DUR (default 180s)
+  --etcd-ready-timeout DUR    wait for every member to be ready at most DUR (default 300s)
+  --allow-data-loss           run even without a backup store or a Ready backup (the cluster may start empty)
+${createHelp}
+${commonHelp}`,
+    interruptedExit: WaitExit.interrupted,
+    prepare: async (argv, io) => {
+      const prepared = await createCommand(
+        "recover-quorum",
+        recoverQuorumFlags,
+        recoverQuorumManifest,
+      )(argv, io);
+      const parsed = parseFlags(argv, recoverQuorumFlags, hint("recover-quorum", io));
+      if (booleanFlag(parsed.flags, "yes")) return prepared;
+      const [etcd = ""] = positionals(parsed, ["etcd"], hint("recover-quorum", io));
+      const answer = await io.ask?.(
+        `This deletes every member's volume of etcd ${etcd} and restores member 0 from the latest backup.\nType the Etcd's name to confirm: `,
+      );
+      if (answer === undefined)
+        throw new OptionError(
+          "recover-quorum is destructive and stdin is not a terminal: pass --yes to confirm",
+        );
+      if (answer.trim() === etcd) return prepared;
+      return {
+        kind: prepared.kind,
+        run: Effect.sync(() => {
+          io.stderr.write(`not confirmed ("${answer.trim()}" is not "${etcd}"): no task created\n`);
+          return 1;
+        }),
+      };
+    },
+  };
+  return [snapshot, maintain, recoverQuorum];
 };
 
 /** The commands that work for any kind. */

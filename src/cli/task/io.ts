@@ -22,6 +22,11 @@ export interface TaskIo {
   readonly program: string;
   /** Called once the command is done (removes the Ctrl-C handler of `processIo`). */
   readonly release?: () => void;
+  /**
+   * Asks the user `question` and resolves with the line they typed; undefined when nobody can answer
+   * (stdin is not a terminal), so a destructive command asks for `--yes` instead.
+   */
+  readonly ask?: (question: string) => Promise<string | undefined>;
 }
 
 /** The process's own streams; Ctrl-C aborts the command's signal while it runs. */
@@ -44,6 +49,16 @@ export const processIo = (): TaskIo => {
     program: process.env.OPSTASK_PROGRAM ?? "opstask",
     release: () => {
       process.removeListener("SIGINT", onSigint);
+    },
+    ask: async (question) => {
+      if (process.stdin.isTTY !== true) return undefined;
+      const { createInterface } = await import("node:readline/promises");
+      const lines = createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        return await lines.question(question);
+      } finally {
+        lines.close();
+      }
     },
   };
 };
