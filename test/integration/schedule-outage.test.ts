@@ -72,6 +72,7 @@ const succeed = async (kc: KubeConfig, namespace: string, name: string, at: numb
 
 const getSchedule = async (kc: KubeConfig, namespace: string, name: string) =>
   (await kc.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ ...schedules, namespace, name })) as {
+    metadata: { resourceVersion: string };
     status?: { lastScheduleTime?: string; skippedRuns?: Array<{ reason: string; message: string }> };
   };
 
@@ -177,6 +178,11 @@ describe("a one-minute snapshot schedule through an outage of the controller", (
     expect(runs.filter((run) => !run.deleting).map((run) => run.name)).toEqual([created[2], fourth, catchUp]);
     const status = (await getSchedule(kc, namespace, "etcd-main-snapshot")).status;
     expect(status?.skippedRuns?.map((skip) => skip.reason)).toEqual(["Superseded"]);
+    // Deciding again with nothing new (same clock, same runs) leaves the schedule as it is.
+    const settled = (await getSchedule(kc, namespace, "etcd-main-snapshot")).metadata.resourceVersion;
+    await tick(controllers, 0);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect((await getSchedule(kc, namespace, "etcd-main-snapshot")).metadata.resourceVersion).toBe(settled);
     expect(status?.skippedRuns?.[0]?.message).toMatch(/^20 or more scheduled time\(s\)/u);
   });
 });
