@@ -12,25 +12,11 @@
  * terminal task blocks no admission (machine/admission.ts), so leaving its admission group unread
  * changes no other task's pass.
  *
- * Only for a task the scheduler does not know yet: a known task may be leaving a group whose waiting
- * tasks must then be woken, which takes its decoded group.
+ * Only for a task the scheduler does not know yet (the core asks `mayReadUngrouped`): a known task may
+ * be leaving a group whose waiting tasks must then be woken, which takes its decoded group.
  */
 import { isTerminal, type TaskState } from "../api/status.ts";
-import type { TaskScheduler } from "./scheduler.ts";
 import type { TaskFacts, TaskKind } from "./task-kind.ts";
-
-/**
- * The facts of a watched change when it may skip the full decode (a finished task seen first, in no
- * admission group); undefined: decode it. Both drivers ask this.
- */
-export const undecodedChangeFacts = <Task>(
-  kind: TaskKind<Task>,
-  scheduler: Pick<TaskScheduler, "mayReadUngrouped">,
-  change: { readonly type: string; readonly key: string; readonly object: unknown },
-): TaskFacts | undefined =>
-  change.type !== "DELETED" && scheduler.mayReadUngrouped(change.key)
-    ? settledFacts(kind, change.object)
-    : undefined;
 
 /** Facts for the scheduler of a terminal, not deleting task; undefined when it needs a full decode. */
 export const settledFacts = <Task>(kind: TaskKind<Task>, object: unknown): TaskFacts | undefined => {
