@@ -15,6 +15,16 @@ const create = ["--name", "--ttl", "--timeout", "--wait", "--wait-timeout"];
 export const completionFlags: Readonly<Record<string, ReadonlyArray<string>>> = {
   snapshot: ["--type", "--final", ...create, ...common],
   maintain: ["--compact", "--physical", "--defrag", ...create, ...common],
+  "recover-quorum": [
+    "-y",
+    "--yes",
+    "--scale-down-timeout",
+    "--pod-ready-timeout",
+    "--etcd-ready-timeout",
+    "--allow-data-loss",
+    ...create.filter((flag) => flag !== "--timeout"),
+    ...common,
+  ],
   get: [
     "-o",
     "--output",
@@ -42,6 +52,7 @@ const commands = [
   "machine",
   "snapshot",
   "maintain",
+  "recover-quorum",
   "get",
   "describe",
   "wait",

@@ -7,7 +7,7 @@
  *   crd          print the CRD a module exports (taskCrd's result) as YAML
  *   deploy-artifacts  write a kind's RBAC, ServiceAccount, Deployment, kustomization and Dockerfile
  *   bundle       bundle a controller's program (rolldown) for an image without node_modules
- *   snapshot, maintain, get, describe, wait, delete, history   the task CLI (src/cli/task; also `kubectl opstask`)
+ *   snapshot, maintain, recover-quorum, get, describe, wait, delete, history   the task CLI (src/cli/task; also `kubectl opstask`)
  *   completion   a bash or zsh completion script
  *   schedule     TaskSchedules: create, get, describe, suspend, resume, trigger (src/cli/schedule)
  */
@@ -24,6 +24,7 @@ Commands:
   machine      print the task lifecycle machine: --format json | mermaid | dot | svg
   snapshot     create an on-demand snapshot task: snapshot <etcd> --type full|delta [--final] [--wait]
   maintain     create a maintenance task: maintain <etcd> [--compact [--physical]] [--defrag] [--wait]
+  recover-quorum  recover an etcd cluster from a permanent quorum loss (asks first; --yes to skip)
   get          list tasks: get [NAME…] [-o json|yaml|name|wide] [-l SELECTOR] [-A] [-w]
   describe     explain why a task is where it is
   wait         follow a task until it ends (exit 0 on Succeeded, 1 on Failed/Rejected)

@@ -309,7 +309,7 @@ describe("opstask get, delete and the kubeconfig, kubectl's way", () => {
   });
 
   it("answers --help on every command with exit 0", async () => {
-    for (const command of ["snapshot", "maintain", "get", "describe", "wait", "delete"]) {
+    for (const command of ["snapshot", "maintain", "recover-quorum", "get", "describe", "wait", "delete"]) {
       const result = await run(command, ["--help"]);
       expect({ command, code: result.code }).toEqual({ command, code: 0 });
       expect(result.out).toMatch(new RegExp(`^Usage: opstask ${command} `));

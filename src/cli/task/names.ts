@@ -2,6 +2,7 @@
 export const taskCommandNames = [
   "snapshot",
   "maintain",
+  "recover-quorum",
   "get",
   "describe",
   "wait",
