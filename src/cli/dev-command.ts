@@ -20,9 +20,11 @@ import { serveController } from "./controller-command.ts";
 import { type ControllerOptions, controllerHelp, loadControllerOptions } from "./options.ts";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const crds = ["druid.gardener.cloud_etcdopstasks.yaml", "druid.gardener.cloud_etcds.yaml"].map((file) =>
-  join(repoRoot, "deploy", "crds", file),
-);
+const crds = [
+  "druid.gardener.cloud_etcdopstasks.yaml",
+  "druid.gardener.cloud_etcds.yaml",
+  "opstask.gardener.cloud_taskschedules.yaml",
+].map((file) => join(repoRoot, "deploy", "crds", file));
 const demoEtcd = { name: "etcd-test", namespace: "default" };
 
 const say = (line: string): void => {
