@@ -7,6 +7,7 @@
 // off the machine. The namespace has no default route: a pod can reach only its node, other pods and
 // the host's end of the veth.
 import { existsSync } from "node:fs";
+import { sleep } from "../deadline.ts";
 import { runCommand, tryCommand } from "./command.ts";
 import type { NodeSlot } from "./node-slot.ts";
 
@@ -80,10 +81,12 @@ export async function removeNodeNetwork(slot: NodeSlot): Promise<string[]> {
     const failed = await tryCommand("ip", ["netns", "del", slot.netns]);
     if (failed !== undefined) problems.push(failed);
   }
+  // The veth goes with the namespace (its peer was there), a moment after `netns del`.
+  for (let waited = 0; existsSync(`/sys/class/net/${slot.hostInterface}`) && waited < 2000; waited += 50)
+    await sleep(50);
   if (existsSync(`/sys/class/net/${slot.hostInterface}`)) {
-    // Usually gone with the namespace (its peer was there), a moment after `netns del`.
     const failed = await tryCommand("ip", ["link", "del", slot.hostInterface]);
-    if (failed !== undefined && !failed.includes("Cannot find device")) problems.push(failed);
+    if (failed !== undefined && !/Cannot find device|No such device/.test(failed)) problems.push(failed);
   }
   return problems;
 }

@@ -1,0 +1,89 @@
+/**
+ * A run whose process dies without stopping its node (SIGKILL, a crashed test worker) leaves pods,
+ * containerd shims, mounts, the network namespace, routes and a cgroup behind; the next start sweeps
+ * them up by the dead run's slot record (sweepDeadNodes), and nothing of the node is left.
+ */
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { buildImage } from "../../src/devcluster/images/build-image.ts";
+import { busyboxRecipe, pauseRecipe } from "../../src/devcluster/images/cluster-images.ts";
+import { defaultImageCacheDir } from "../../src/devcluster/images/index.ts";
+import { cgroupProcesses } from "../../src/devcluster/node/cgroups.ts";
+import { containerdPaths, shimProcesses } from "../../src/devcluster/node/containerd.ts";
+import { mountsUnder } from "../../src/devcluster/node/mounts.ts";
+import { resolveNodeBinaries } from "../../src/devcluster/node/node-binaries.ts";
+import type { SlotRecord } from "../../src/devcluster/node/node-slot.ts";
+import { sweepDeadNodes } from "../../src/devcluster/node/teardown.ts";
+import { repoRoot } from "../support/cluster.ts";
+import { waitFor } from "../support/wait.ts";
+
+describe("a node whose process died", () => {
+  it("is swept up by the next start: pods, shims, mounts, namespace, routes and cgroup", async () => {
+    const nodeBinaries = await resolveNodeBinaries({ buildTimeoutMs: 45 * 60_000 });
+    const pause = await buildImage(pauseRecipe(nodeBinaries.pause), defaultImageCacheDir());
+    const busybox = await buildImage(busyboxRecipe("/bin/busybox"), defaultImageCacheDir());
+    const child = spawn(
+      process.execPath,
+      [
+        join(repoRoot, "test", "support", "local-node-process.ts"),
+        JSON.stringify({ nodeBinaries, sandboxImage: pause, images: [busybox.archive] }),
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    const exited = new Promise((resolve) => child.on("exit", resolve));
+    const line = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: child.stdout }).once("line", resolve);
+      child.once("exit", (code) =>
+        reject(new Error(`the cluster process exited (${String(code)}) before it was ready`)),
+      );
+    });
+    const { kubeconfigPath, footprint } = JSON.parse(line) as {
+      kubeconfigPath: string;
+      footprint: SlotRecord;
+    };
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfigPath);
+    const core = kc.makeApiClient(CoreV1Api);
+    await core.createNamespacedPod({
+      namespace: "default",
+      body: {
+        metadata: { name: "sleeper" },
+        spec: {
+          containers: [
+            { name: "main", image: busybox.ref, imagePullPolicy: "Never", command: ["sleep", "3600"] },
+          ],
+        },
+      },
+    });
+    await waitFor(
+      "pod sleeper Running",
+      async () =>
+        (await core.readNamespacedPod({ namespace: "default", name: "sleeper" })).status?.phase === "Running"
+          ? true
+          : undefined,
+      60_000,
+      250,
+    );
+
+    child.kill("SIGKILL");
+    await exited;
+    // What the dead run leaves: its pod and the shims outlive it (the kubelet and containerd are
+    // ended by their watchdogs, process.ts).
+    expect(cgroupProcesses(footprint.cgroupName).length).toBeGreaterThan(0);
+    expect(shimProcesses(containerdPaths(footprint.dir)).length).toBeGreaterThan(0);
+    expect(existsSync(`/run/netns/${footprint.netns}`)).toBe(true);
+
+    expect(await sweepDeadNodes(() => {})).toEqual([]);
+    expect(cgroupProcesses(footprint.cgroupName)).toEqual([]);
+    expect(shimProcesses(containerdPaths(footprint.dir))).toEqual([]);
+    expect(existsSync(`/run/netns/${footprint.netns}`)).toBe(false);
+    expect(existsSync(`/sys/class/net/${footprint.hostInterface}`)).toBe(false);
+    expect(mountsUnder(footprint.dir)).toEqual([]);
+    expect(existsSync(footprint.dir)).toBe(false);
+    expect(existsSync(`/run/opstask-node/slot-${footprint.slot}.json`)).toBe(false);
+  }, 180_000);
+});
