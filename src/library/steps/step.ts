@@ -16,8 +16,8 @@ import type { PhaseOutcome } from "../../machine/types.ts";
 /** How a step stops the task for now: `failed(...)` ends it, `retry(...)` calls the step again later. */
 export type StepStop = Extract<PhaseOutcome, { readonly kind: "failed" | "retry" }>;
 
-/** `undefined`: done. A `StepStop`: not done (the description is prefixed with the step). */
-export type StepAnswer = StepStop | undefined;
+/** `undefined` (or `completed(...)`): done. `failed(...)` / `retry(...)`: not done (the description is prefixed with the step). */
+export type StepAnswer = PhaseOutcome | undefined;
 
 export interface StepWait<Task, R = never, Context extends HandlerContext = HandlerContext> {
   /** True once the world is where the step wants it; asked after `run`, every `pollMs`, until true. */
@@ -46,15 +46,20 @@ export interface TaskStep<Task, R = never, Context extends HandlerContext = Hand
   readonly undo?: (task: Task, context: Context) => Effect.Effect<StepAnswer, never, R>;
 }
 
+/** What a plain step function answers: nothing (done), or a `StepStop`. */
+// biome-ignore lint/suspicious/noConfusingVoidType: lets `async (task) => { await x(task); }` be a step.
+export type PromiseStepAnswer = PhaseOutcome | undefined | void;
+
 /** A step written with plain (async) functions; see `promiseStep`. */
 export interface PromiseStep<Task, Context extends HandlerContext = HandlerContext> {
   readonly name: string;
   readonly done?: string;
-  readonly run?: (task: Task, context: Context) => StepAnswer | Promise<StepAnswer>;
+  /** Answers nothing (`async () => { … }`) when done, or a `StepStop`. */
+  readonly run?: (task: Task, context: Context) => PromiseStepAnswer | Promise<PromiseStepAnswer>;
   readonly until?: Omit<StepWait<Task, never, Context>, "check"> & {
     readonly check: (task: Task, context: Context) => boolean | StepStop | Promise<boolean | StepStop>;
   };
-  readonly undo?: (task: Task, context: Context) => StepAnswer | Promise<StepAnswer>;
+  readonly undo?: (task: Task, context: Context) => PromiseStepAnswer | Promise<PromiseStepAnswer>;
 }
 
 /** An API outage met through `context.objects` or `context.ownTask` is a retry; anything else a defect. */
@@ -77,6 +82,14 @@ const lift =
         : Effect.succeed(result);
     });
 
+/** `void` is `undefined` at run time; the type says so. */
+const answered =
+  <Task, Context extends HandlerContext>(
+    fn: (task: Task, context: Context) => Effect.Effect<PromiseStepAnswer | StepStop>,
+  ) =>
+  (task: Task, context: Context): Effect.Effect<StepAnswer> =>
+    Effect.map(fn(task, context), (answer) => (answer === undefined ? undefined : (answer as PhaseOutcome)));
+
 /**
  * A `TaskStep` from plain functions (no Effect). A function that throws is a handler defect (logged,
  * retried, the phase's Nth defect ends it), as in `promiseHandler`.
@@ -86,7 +99,7 @@ export const promiseStep = <Task, Context extends HandlerContext = HandlerContex
 ): TaskStep<Task, never, Context> => ({
   name: step.name,
   ...(step.done === undefined ? {} : { done: step.done }),
-  ...(step.run === undefined ? {} : { run: lift(step.run) }),
-  ...(step.undo === undefined ? {} : { undo: lift(step.undo) }),
+  ...(step.run === undefined ? {} : { run: answered(lift(step.run)) }),
+  ...(step.undo === undefined ? {} : { undo: answered(lift(step.undo)) }),
   ...(step.until === undefined ? {} : { until: { ...step.until, check: lift(step.until.check) } }),
 });

@@ -150,7 +150,7 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
       if (waitStart === undefined) {
         if (step.run !== undefined) {
           const stop = yield* step.run(task, context);
-          if (stop !== undefined) return withLabel(here, stop);
+          if (stop !== undefined && stop.kind !== "completed") return withLabel(here, stop);
         }
         if (step.until !== undefined) {
           waitStart = now();
@@ -221,7 +221,7 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
         if (step.undo === undefined) continue;
         const here = `Undo of step ${index + 1}/${count} ${step.name}`;
         const stop = yield* step.undo(task, context);
-        if (stop !== undefined) return withLabel(here, stop);
+        if (stop !== undefined && stop.kind !== "completed") return withLabel(here, stop);
         const failure = yield* record(ownTask, uid, { ...progress, lastUndone: index }, here);
         if (failure !== undefined) return failure;
         context.events.record("Normal", "StepUndone", `${here} finished`);
