@@ -34,10 +34,34 @@ export interface LastError {
   readonly observedAt: string;
 }
 
+/**
+ * A standard Kubernetes condition (`metav1.Condition`), written with a task's final state so that
+ * `kubectl wait --for=condition=Succeeded` works. Library kinds only: druid's CRD has no conditions.
+ */
+export interface TaskCondition {
+  readonly type: string;
+  readonly status: "True" | "False";
+  /** `metadata.generation` of the task the condition was decided on. */
+  readonly observedGeneration?: number;
+  /** RFC 3339, second precision. */
+  readonly lastTransitionTime: string;
+  /** The final state, e.g. `Failed`. */
+  readonly reason: string;
+  /** The final `lastOperation.description`. */
+  readonly message: string;
+}
+
 export interface TaskStatus {
   readonly state?: TaskState;
   readonly lastTransitionTime?: string;
   readonly startedAt?: string;
   readonly lastOperation?: LastOperation;
   readonly lastErrors?: ReadonlyArray<LastError>;
+  /**
+   * Library kinds with a result schema only: what Execute returned with its success, as JSON. Written
+   * once with `Succeeded`; never read back (the status schema does not decode it).
+   */
+  readonly result?: unknown;
+  /** Library kinds only (`defineTaskKind`'s `conditions`): written once with the final state. */
+  readonly conditions?: ReadonlyArray<TaskCondition>;
 }

@@ -4,6 +4,14 @@
  * machine imports it, never the other way round.
  */
 
+declare const encodedResult: unique symbol;
+
+/**
+ * A task's result as JSON, already encoded by its kind's result schema and within its byte limit. Only
+ * a kind's `succeeded` makes one (src/library/task-result.ts), so no unchecked value reaches status.
+ */
+export type EncodedResult = { readonly [encodedResult]: "EncodedResult" };
+
 /** The handler phases of a task, in lifecycle order. */
 export type Phase = "admit" | "execute" | "cleanup";
 
@@ -22,7 +30,7 @@ export interface TaskError {
  *   `afterMs` (or the requeue interval).
  */
 export type PhaseOutcome =
-  | { readonly kind: "completed"; readonly description: string }
+  | { readonly kind: "completed"; readonly description: string; readonly result?: EncodedResult }
   | { readonly kind: "failed"; readonly description: string; readonly error: TaskError }
   | {
       readonly kind: "retry";

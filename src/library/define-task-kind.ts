@@ -16,6 +16,7 @@ import { ObjectMeta } from "../api/meta.ts";
 import type { PolicyRule } from "../api/policy-rule.ts";
 import type { TaskStatus } from "../api/status.ts";
 import { TaskStatusSchema } from "../api/status-schema.ts";
+import type { ConditionTypes, PhaseOutcome } from "../machine/types.ts";
 import type {
   CachedMetadata,
   Decoded,
@@ -24,6 +25,13 @@ import type {
   TaskMeta,
   UndecodedFacts,
 } from "../reconcile/task-kind.ts";
+import {
+  checkMaxResultBytes,
+  DefaultMaxResultBytes,
+  type SucceededOutcome,
+  succeededWith,
+  succeededWithoutResult,
+} from "./task-result.ts";
 
 /** Where the decoded task comes from: a schema (recommended) or a hand-written decode. */
 export type TaskSource<Task, Encoded = unknown> =
@@ -92,7 +100,60 @@ export interface TaskKindAccessors<Task> {
   readonly rbacRules?: ReadonlyArray<PolicyRule>;
 }
 
-export type TaskKindDefinition<Task, Encoded = unknown> = TaskKindAccessors<Task> & TaskSource<Task, Encoded>;
+/** What a finished task of the kind says in its status beyond druid's fields. */
+export interface TaskResultDefinition<Result> {
+  /**
+   * The schema of `status.result`: what Execute returns with its success, through the kind's
+   * `succeeded({ description, result })`. The CRD declares it (so the apiserver keeps it); absent, the
+   * kind has no result.
+   */
+  readonly result?: Schema.Codec<Result, unknown>;
+  /** The bound of `status.result` in bytes of JSON (default 8192, at most 262144). */
+  readonly maxResultBytes?: number;
+  /**
+   * The standard conditions written with the final state (type, status, observedGeneration,
+   * lastTransitionTime, reason, message), for `kubectl wait --for=condition=Succeeded`: default
+   * `Succeeded` and `Failed`; rename them, or `false` for none.
+   */
+  readonly conditions?: false | { readonly succeeded?: string; readonly failed?: string };
+}
+
+export type TaskKindDefinition<Task, Encoded = unknown, Result = never> = TaskKindAccessors<Task> &
+  TaskSource<Task, Encoded> &
+  TaskResultDefinition<Result>;
+
+/** A kind from `defineTaskKind`: a `TaskKind` with its typed success constructor. */
+export interface LibraryTaskKind<Task, Spec = unknown, Result = never> extends TaskKind<Task, Spec> {
+  /**
+   * Execute's success, with the kind's result when it declares one (typed by its schema): the
+   * description becomes `status.lastOperation.description`, the result `status.result`. A result that
+   * does not encode, or is larger than `maxResultBytes`, fails the task instead (ERR_INVALID_RESULT,
+   * ERR_RESULT_TOO_LARGE).
+   */
+  readonly succeeded: (outcome: SucceededOutcome<Result>) => PhaseOutcome;
+}
+
+/** A condition type as Kubernetes allows one (a qualified name, e.g. `Succeeded` or `example.dev/Done`). */
+const conditionType =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+
+/** The kind's condition types; a RangeError naming the field for a name Kubernetes would refuse. */
+const conditionTypesOf = (
+  conditions: TaskResultDefinition<unknown>["conditions"],
+): ConditionTypes | undefined => {
+  if (conditions === false) return undefined;
+  const types = { succeeded: conditions?.succeeded ?? "Succeeded", failed: conditions?.failed ?? "Failed" };
+  for (const [field, name] of Object.entries(types))
+    if (!conditionType.test(name) || name.length > 316)
+      throw new RangeError(
+        `conditions.${field} must be a condition type such as "Succeeded" or "example.dev/Done", got ${JSON.stringify(name)}`,
+      );
+  if (types.succeeded === types.failed)
+    throw new RangeError(
+      `conditions.succeeded and conditions.failed must differ, both are "${types.succeeded}"`,
+    );
+  return types;
+};
 
 /** The `spec` of an object's encoded form (what a manifest writes), or `unknown` when it has none. */
 export type SpecOf<Encoded> = Encoded extends { readonly spec: infer Spec } ? Spec : unknown;
@@ -142,11 +203,27 @@ const schemaDecoder = <Task>(
   };
 };
 
-export const defineTaskKind = <Task extends { readonly metadata: TaskMeta }, Encoded = unknown>(
-  definition: TaskKindDefinition<Task, Encoded>,
-): TaskKind<Task, SpecOf<Encoded>> => {
+/**
+ * The kind's `TaskKind`, plus its `succeeded`. A bad `conditions` name or `maxResultBytes` is a
+ * RangeError naming the field.
+ */
+export const defineTaskKind = <
+  Task extends { readonly metadata: TaskMeta },
+  Encoded = unknown,
+  Result = never,
+>(
+  definition: TaskKindDefinition<Task, Encoded, Result>,
+): LibraryTaskKind<Task, SpecOf<Encoded>, Result> => {
   const { admissionGroup, member, status, ttlSeconds } = definition;
+  const conditions = conditionTypesOf(definition.conditions);
+  const maxResultBytes = checkMaxResultBytes(definition.maxResultBytes ?? DefaultMaxResultBytes);
   return {
+    succeeded:
+      definition.result === undefined
+        ? succeededWithoutResult
+        : succeededWith(definition.result, maxResultBytes),
+    ...(conditions === undefined ? {} : { conditions }),
+    ...(definition.result === undefined ? {} : { resultSchema: definition.result }),
     resource: {
       group: definition.group,
       version: definition.version,

@@ -3,7 +3,7 @@
  * events a pass feeds it (the start, handler results, the answer to its DELETE).
  */
 import type { TaskStatus } from "../api/status.ts";
-import type { PassInput, Phase, PhaseOutcome, TaskError } from "./types.ts";
+import type { EncodedResult, PassInput, Phase, PhaseOutcome, TaskError } from "./types.ts";
 
 /** Bumped when the meaning of persisted fields changes; objects stamped by a newer machine are left alone. */
 export const machineVersion = 1;
@@ -38,6 +38,7 @@ export type PhaseEvent =
       readonly phase: Phase;
       readonly now: number;
       readonly description: string;
+      readonly result?: EncodedResult;
     }
   | {
       readonly type: "phase.failed";
@@ -58,7 +59,13 @@ export type PhaseEvent =
 export const phaseEvent = (phase: Phase, outcome: PhaseOutcome, now: number): PhaseEvent => {
   switch (outcome.kind) {
     case "completed":
-      return { type: "phase.completed", phase, now, description: outcome.description };
+      return {
+        type: "phase.completed",
+        phase,
+        now,
+        description: outcome.description,
+        ...(outcome.result === undefined ? {} : { result: outcome.result }),
+      };
     case "failed":
       return { type: "phase.failed", phase, now, description: outcome.description, error: outcome.error };
     case "retry":

@@ -9,6 +9,7 @@ import { isTerminal } from "../api/status.ts";
 import type { RequeueReason } from "../effects/task-effect.ts";
 import { blockingPeer } from "./admission.ts";
 import { backoffDelayMs } from "./backoff.ts";
+import { withFinalConditions } from "./conditions.ts";
 import { describe, lifecycleErrors, unsupportedDescription } from "./descriptions.ts";
 import { statusPatch, withError, withOperation, withState } from "./status-edits.ts";
 import {
@@ -124,10 +125,18 @@ export const effects = lifecycle.extend({
   actions: {
     /** Writes what changed since the last write, if anything: at most one write per handler-call boundary. */
     flushStatus: lifecycle.enqueueActions(({ context, enqueue }) => {
-      const patch = statusPatch(context.persisted, context.status);
+      const { config, task } = context.input;
+      const desired = withFinalConditions(
+        context.persisted,
+        context.status,
+        config.conditions,
+        task.generation,
+        context.now,
+      );
+      const patch = statusPatch(context.persisted, desired);
       if (patch === undefined) return;
       enqueue({ type: "patchStatus", params: { patch } });
-      enqueue.assign({ persisted: context.status });
+      enqueue.assign({ persisted: desired, status: desired });
     }),
     claim: lifecycle.assign({ ownsFinalizer: true }),
     /** A handler result moves the pass's clock to when it arrived. */
@@ -214,7 +223,8 @@ export const effects = lifecycle.extend({
       if (event.type !== "phase.completed") return {};
       const text = described(context, event.phase, "Completed", event.description);
       const next = event.phase === "execute" ? enter(context, "Succeeded") : context.status;
-      return { status: operate(context, next, event.phase, "Completed", text) };
+      const status = operate(context, next, event.phase, "Completed", text);
+      return { status: event.result === undefined ? status : { ...status, result: event.result } };
     }),
     recordFailure: lifecycle.assign(({ context, event }) => {
       if (event.type !== "phase.failed") return {};

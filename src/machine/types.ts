@@ -6,7 +6,7 @@ import type { OperationType, TaskState, TaskStatus } from "../api/status.ts";
 
 import type { Phase, PhaseOutcome } from "../effects/phase.ts";
 
-export type { Phase, PhaseOutcome, TaskError } from "../effects/phase.ts";
+export type { EncodedResult, Phase, PhaseOutcome, TaskError } from "../effects/phase.ts";
 
 export const operationOf: Record<Phase, OperationType> = {
   admit: "Admit",
@@ -47,6 +47,19 @@ export interface LifecycleConfig {
    */
   readonly handlerDefectLimit?: number;
   readonly vocabulary: Vocabulary;
+  /**
+   * The condition types written with a final state (library kinds; absent for druid's EtcdOpsTask,
+   * whose status has no conditions).
+   */
+  readonly conditions?: ConditionTypes;
+}
+
+/** The names of the two standard conditions a kind writes when its task ends. */
+export interface ConditionTypes {
+  /** True when the task Succeeded, False when it Failed or was Rejected (default `Succeeded`). */
+  readonly succeeded: string;
+  /** True when the task Failed or was Rejected, False when it Succeeded (default `Failed`). */
+  readonly failed: string;
 }
 
 /** Another task of the same admission group, as the cache shows it. */
@@ -74,6 +87,8 @@ export interface TaskObservation {
   readonly name: string;
   readonly uid: string;
   readonly createdAt: number;
+  /** `metadata.generation`, for the conditions' `observedGeneration`. */
+  readonly generation?: number;
   readonly finalizers: ReadonlyArray<string>;
   /** `metadata.deletionTimestamp` in ms, when the object is being deleted. */
   readonly deletingSince?: number;

@@ -20,5 +20,6 @@ export const lifecycleConfig = <Task>(
   duplicatePolicy: "reject",
   handlerDefectLimit: defaultHandlerDefectLimit,
   ...druidTiming,
+  ...(kind.conditions === undefined ? {} : { conditions: kind.conditions }),
   ...overrides,
 });

@@ -17,6 +17,7 @@ export const observe = (facts: TaskFacts, supported: ReadonlyArray<string>): Tas
     name: metadata.name,
     uid: metadata.uid,
     createdAt: fromWireTime(metadata.creationTimestamp) ?? 0,
+    ...(metadata.generation === undefined ? {} : { generation: metadata.generation }),
     finalizers: metadata.finalizers ?? [],
     ...(deletingSince === undefined ? {} : { deletingSince }),
     ...(Number.isInteger(version) ? { machineVersion: version } : {}),

@@ -3,9 +3,11 @@
  * read the few facts the machine decides on. EtcdOpsTask is one TaskKind; an embedding operator
  * defines its own.
  */
+
+import type * as Schema from "effect/Schema";
 import type { PolicyRule } from "../api/policy-rule.ts";
 import type { TaskStatus } from "../api/status.ts";
-import type { Vocabulary } from "../machine/types.ts";
+import type { ConditionTypes, Vocabulary } from "../machine/types.ts";
 import { type OversizedTask, oversizedOf, tooLargeReason } from "./oversized-task.ts";
 
 export interface ResourceRef {
@@ -22,6 +24,7 @@ export interface TaskMeta {
   readonly uid: string;
   readonly resourceVersion: string;
   readonly creationTimestamp: string;
+  readonly generation?: number;
   readonly deletionTimestamp?: string;
   readonly finalizers?: ReadonlyArray<string>;
   readonly annotations?: { readonly [key: string]: string };
@@ -92,6 +95,10 @@ export interface TaskKind<Task, Spec = unknown> {
   readonly cachedMetadata?: CachedMetadata;
   /** RBAC rules the handlers need beyond the task resource (`TaskKindAccessors.rbacRules`). */
   readonly rbacRules?: ReadonlyArray<PolicyRule>;
+  /** The conditions written with a task's final state; absent: none (druid's status has none). */
+  readonly conditions?: ConditionTypes;
+  /** The schema of `status.result` (the CRD declares it); absent: the kind has no result. */
+  readonly resultSchema?: Schema.Top;
   /**
    * Type only, never set: the spec as a manifest writes it (the schema's encoded side, which
    * `defineTaskKind` infers), so that `simulate`'s `create` type-checks a test's tasks. `unknown` for

@@ -6,7 +6,7 @@
  * - every spec field immutable (`self == oldSelf`, one rule per field as etcd-druid's CRD has it): a
  *   task is a one-off request, and editing it mid-run would make its status describe another task;
  * - `status` in opstask's (and druid's EtcdOpsTask's) status shape, as the `status` subresource, so
- *   only the controller writes it;
+ *   only the controller writes it, plus the kind's `result` and `conditions` when it has them;
  * - printer columns State, the kind's own columns, Age, and Phase (wide).
  */
 import type * as Schema from "effect/Schema";
@@ -69,6 +69,27 @@ export type TaskCrdResult =
 const statusDescription =
   "Written by the controller only: the task's lifecycle state, last operation and errors.";
 
+/** `metav1.Condition` as Kubernetes' own CRDs declare it, a list keyed by type. */
+const conditionsSchema: OpenApiSchema = {
+  description: "Standard conditions, written with the final state (kubectl wait --for=condition=…).",
+  type: "array",
+  maxItems: 8,
+  "x-kubernetes-list-type": "map",
+  "x-kubernetes-list-map-keys": ["type"],
+  items: {
+    type: "object",
+    required: ["type", "status", "lastTransitionTime", "reason", "message"],
+    properties: {
+      type: { type: "string", maxLength: 316 },
+      status: { type: "string", enum: ["True", "False", "Unknown"] },
+      observedGeneration: { type: "integer", format: "int64", minimum: 0 },
+      lastTransitionTime: { type: "string", format: "date-time" },
+      reason: { type: "string", minLength: 1, maxLength: 1024 },
+      message: { type: "string", maxLength: 32768 },
+    },
+  },
+};
+
 /** Each spec field gets druid's transition rule, unless it is listed as mutable. */
 const immutableFields = (spec: OpenApiSchema, mutable: ReadonlyArray<string>): OpenApiSchema => {
   const properties = Object.fromEntries(
@@ -111,7 +132,7 @@ const wholeObjectError = (converted: OpenApiSchema): ReadonlyArray<string> => {
 
 /** The CRD of `kind`, whose objects' `spec` is `spec` (e.g. `MyTaskSchema.fields.spec`). */
 export const taskCrd = <S extends Schema.Top>(
-  kind: Pick<TaskKind<unknown>, "resource">,
+  kind: Pick<TaskKind<unknown>, "resource" | "conditions" | "resultSchema">,
   spec: S & SpecOnly<S>,
   options: TaskCrdOptions = {},
 ): TaskCrdResult => {
@@ -119,11 +140,15 @@ export const taskCrd = <S extends Schema.Top>(
   if (specSchema.ok && wholeObjectError(specSchema.schema).length > 0)
     return { ok: false, errors: wholeObjectError(specSchema.schema) };
   const statusSchema = structuralSchema(TaskStatusSchema, "status");
+  const resultSchema =
+    kind.resultSchema === undefined ? undefined : structuralSchema(kind.resultSchema, "status.result");
   const errors = [
     ...(specSchema.ok ? [] : specSchema.errors),
     ...(statusSchema.ok ? [] : statusSchema.errors),
+    ...(resultSchema === undefined || resultSchema.ok ? [] : resultSchema.errors),
   ];
-  if (!specSchema.ok || !statusSchema.ok) return { ok: false, errors };
+  if (!specSchema.ok || !statusSchema.ok || (resultSchema !== undefined && !resultSchema.ok))
+    return { ok: false, errors };
   const unknownMutable = (options.mutableFields ?? []).filter(
     (name) => !(name in (specSchema.schema.properties ?? {})),
   );
@@ -140,7 +165,15 @@ export const taskCrd = <S extends Schema.Top>(
       kind: { type: "string" },
       metadata: { type: "object" },
       spec: immutableFields(specSchema.schema, options.mutableFields ?? []),
-      status: { description: statusDescription, ...statusSchema.schema },
+      status: {
+        description: statusDescription,
+        ...statusSchema.schema,
+        properties: {
+          ...statusSchema.schema.properties,
+          ...(resultSchema === undefined ? {} : { result: resultSchema.schema }),
+          ...(kind.conditions === undefined ? {} : { conditions: conditionsSchema }),
+        },
+      },
     },
   };
   return {
