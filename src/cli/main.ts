@@ -7,6 +7,7 @@
  *   crd          print the CRD a module exports (taskCrd's result) as YAML
  *   deploy-artifacts  write a kind's RBAC, ServiceAccount, Deployment, kustomization and Dockerfile
  *   bundle       bundle a controller's program (rolldown) for an image without node_modules
+ *   init         write a new operator project for a task kind of one's own (src/cli/init)
  *   snapshot, maintain, recover-quorum, get, describe, wait, delete, history   the task CLI (src/cli/task; also `kubectl opstask`)
  *   completion   a bash or zsh completion script
  *   schedule     TaskSchedules: create, get, describe, suspend, resume, trigger (src/cli/schedule)
@@ -31,6 +32,7 @@ Commands:
   crd          print a task kind's CRD: crd --module <file> --export <name> (a taskCrd(...) result)
   deploy-artifacts  write a task kind's RBAC, Deployment and Dockerfile: --module <file> --export <kind>
   bundle       bundle a controller's program for its image: bundle main.ts [dist/bundle]
+  init         write a new operator project for your own task kind: init <dir> [--kind Name]
   version      print the version (also --version)
   delete       delete tasks: delete NAME… | -l SELECTOR
   history      last outcomes per task type of a target (an Etcd), kept after the tasks' TTL
@@ -69,6 +71,7 @@ const commands: Record<string, Command> = {
   "deploy-artifacts": async (argv) =>
     (await import("./deploy-artifacts-command.ts")).deployArtifactsCommand(argv),
   bundle: async (argv) => (await import("./bundle-command.ts")).bundleCommand(argv),
+  init: async (argv) => (await import("./init-command.ts")).initCommand(argv),
   ...Object.fromEntries(taskCommandNames.map((name) => [name, task(name)])),
 };
 
