@@ -199,3 +199,16 @@ describe("resumable steps: every deadline ends the task with an error naming its
     });
   }
 });
+
+describe("resumable steps: progress that names no step of the task", () => {
+  it("fails the task with ERR_STEP_PROGRESS_UNKNOWN naming the annotation, and runs no step", async () => {
+    const world = makeStepsWorld();
+    world.sim.create(chore("t", { [completedKey]: "Teleport" }));
+    await drive(world, "t");
+    expect(world.sim.state("t")).toBe("Failed");
+    const error = world.sim.status("t")?.lastErrors?.at(-1);
+    expect(error?.code).toBe(StepErrorCodes.progressUnknown);
+    expect(error?.description).toContain(`annotation ${completedKey} names step "Teleport"`);
+    expect(world.ran).toEqual([]);
+  });
+});

@@ -165,6 +165,24 @@ describe("recoverFromQuorumLoss: the steps", () => {
   });
 });
 
+describe("recoverFromQuorumLoss: a task deleted before it finished", () => {
+  it("Cleanup removes the Etcd annotations it set, so druid's Etcd controller is not left suspended", async () => {
+    const world = makeRecoveryWorld();
+    world.cluster.autoConverge = false;
+    world.sim.create(recoveryTask("r"));
+    await drive(world, "r", () => world.cluster.count("scale") > 0);
+    expect(world.sim.state("r")).toBe("InProgress");
+    expect([...world.cluster.etcdAnnotations.keys()].sort()).toEqual([
+      "druid.gardener.cloud/disable-etcd-component-protection",
+      "druid.gardener.cloud/suspend-etcd-spec-reconcile",
+    ]);
+    world.sim.delete("r");
+    await drive(world, "r");
+    expect(world.sim.exists("r")).toBe(false);
+    expect(Object.fromEntries(world.cluster.etcdAnnotations)).toEqual({});
+  });
+});
+
 describe("recoverFromQuorumLoss: a crash just before and just after every progress write", async () => {
   const baseline = makeRecoveryWorld();
   baseline.sim.create(recoveryTask("r"));
