@@ -29,6 +29,7 @@ import * as Scope from "effect/Scope";
 import * as Stream from "effect/Stream";
 import { formatDecodeError } from "../api/decode-error.ts";
 import { TaskStatusSchema } from "../api/status-schema.ts";
+import { makeEventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import { apiPath } from "../kube/api-path.ts";
 import { jsonPatch, kubeRequest, type RequestSettings } from "../kube/client.ts";
 import type { KubeError } from "../kube/errors.ts";
@@ -121,6 +122,13 @@ export const runScheduleController = async (
         }),
       );
 
+    // Events on the schedule for what a person asks after: a run created, skipped, replaced.
+    const events = makeEventRecorder({
+      kubeConfig: client,
+      resource: scheduleResource,
+      counter,
+      reportingController: fieldManager,
+    });
     const request = (
       verb: "create" | "patch" | "delete",
       method: "POST" | "PATCH" | "DELETE",
@@ -228,11 +236,27 @@ export const runScheduleController = async (
               until: now() + expectationMs,
             });
             expected.set(key, pending);
+            yield* events.record(object.metadata, {
+              type: "Normal",
+              reason: "RunCreated",
+              note: `created ${create.name} for ${rfc3339(create.scheduledTime)}`,
+            });
             yield* Effect.logInfo("created run").pipe(
               Effect.annotateLogs({ run: create.name, scheduledTime: rfc3339(create.scheduledTime) }),
             );
           }
         }
+        for (const skip of decision.skipped)
+          yield* events.record(object.metadata, {
+            type: skip.reason === "Superseded" ? "Normal" : "Warning",
+            reason:
+              skip.reason === "GuardRefused"
+                ? "RunRefusedByGuard"
+                : skip.reason === "MissedDeadline"
+                  ? "MissedSchedule"
+                  : "RunsSuperseded",
+            note: `${skip.scheduledTime}: ${skip.message}`,
+          });
         for (const removal of decision.delete) {
           yield* request(
             "delete",
@@ -250,6 +274,12 @@ export const runScheduleController = async (
           yield* Effect.logInfo("deleted run").pipe(
             Effect.annotateLogs({ run: removal.name, reason: removal.reason }),
           );
+          if (removal.reason === "Replaced")
+            yield* events.record(object.metadata, {
+              type: "Normal",
+              reason: "RunReplaced",
+              note: `deleted ${removal.name}: a newer scheduled time replaces it (concurrencyPolicy Replace)`,
+            });
         }
       });
 

@@ -4,7 +4,8 @@
  * creates them from TaskSchedules (the clock injected, the minutes simulated). A run is created and
  * Succeeds through the real handler, and the schedule records it; a guard that says no is a recorded
  * skip and creates nothing; a template the kind's decoder rejects is reported on the schedule, naming
- * the field, and creates nothing.
+ * the field, and creates nothing. Each schedule's Events say what happened (RunCreated,
+ * RunRefusedByGuard).
  */
 import { join } from "node:path";
 import { type KubeClient, runScheduleController, runTaskController } from "opstask";
@@ -110,6 +111,16 @@ describe("a schedule of an author's own kind", () => {
       });
       expect(nameless).toMatchObject({ type: "Ready", status: "False", reason: "InvalidTemplate" });
       expect(String(nameless.message)).toContain("spec.taskTemplate.spec.config.hello.name");
+
+      // Events on the schedules say what happened, for `kubectl describe taskschedule`.
+      const reasons = await waitFor("the schedules' Events", async () => {
+        const events = await list(client, `/apis/events.k8s.io/v1/namespaces/${namespace}/events`);
+        const of = (name: string) =>
+          events.filter((event) => (event.regarding as Json).name === name).map((event) => event.reason);
+        const found = { "hello-ada": of("hello-ada"), guarded: of("guarded") };
+        return found["hello-ada"].length > 0 && found.guarded.length > 0 ? found : undefined;
+      });
+      expect(reasons).toEqual({ "hello-ada": ["RunCreated"], guarded: ["RunRefusedByGuard"] });
 
       const names = (await list(client, `${greetings}/namespaces/${namespace}/greetings`)).map((item) =>
         String((item.metadata as Json).name),
