@@ -36,9 +36,11 @@ import {
   readSlotRecords,
   releaseSlot,
   type SlotRecord,
+  slotRecordPath,
   updateSlotRecord,
 } from "./node-slot.ts";
 import { checkNodePrerequisites } from "./prerequisites.ts";
+import { startSweepWatchdog } from "./sweep-watchdog.ts";
 import { cleanUpNode, sweepDeadNodes } from "./teardown.ts";
 
 /** A locally built image: its reference and the archive loadImage takes (src/devcluster/images). */
@@ -238,6 +240,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   if (claimed === undefined)
     throw new Error("local node: all 63 node slots of this machine are taken (/run/opstask-node)");
   let record: SlotRecord = claimed;
+  startSweepWatchdog(slotRecordPath(record.slot));
   const nodeName = `opstask-node-${record.slot}`;
   const tails = new Tails(verbose);
   const procs: Record<string, ManagedProcess> = {};

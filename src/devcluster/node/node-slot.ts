@@ -70,7 +70,7 @@ export const slotOf = (slot: number): NodeSlot => ({
   cgroupName: `opstask-node-${slot}`,
 });
 
-const recordPath = (slot: number): string => join(SLOT_DIR, `slot-${slot}.json`);
+export const slotRecordPath = (slot: number): string => join(SLOT_DIR, `slot-${slot}.json`);
 
 export function readSlotRecords(): SlotRecord[] {
   let names: string[];
@@ -104,7 +104,7 @@ export function claimSlot(ownerPid: number, dir: string): SlotRecord | undefined
     };
     let fd: number;
     try {
-      fd = openSync(recordPath(slot), "wx", 0o644);
+      fd = openSync(slotRecordPath(slot), "wx", 0o644);
     } catch {
       continue;
     }
@@ -119,11 +119,11 @@ export function claimSlot(ownerPid: number, dir: string): SlotRecord | undefined
 }
 
 export function updateSlotRecord(record: SlotRecord): void {
-  writeFileSync(recordPath(record.slot), JSON.stringify(record));
+  writeFileSync(slotRecordPath(record.slot), JSON.stringify(record));
 }
 
 export function releaseSlot(slot: number): void {
-  rmSync(recordPath(slot), { force: true });
+  rmSync(slotRecordPath(slot), { force: true });
   try {
     rmdirSync(SLOT_DIR);
   } catch {
