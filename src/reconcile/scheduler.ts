@@ -133,13 +133,24 @@ interface PhaseAttempts {
   readonly reported: ReadonlySet<string>;
 }
 
+/** What is remembered of one task (by UID) between its passes; no entry when there is nothing. */
+interface TaskMemory<K> {
+  retry?: RetryState;
+  /** Calls of the current phase so far: the handler context's `attempt`, and its defects. */
+  attempts?: PhaseAttempts;
+  /** A handler result not yet on its object. */
+  kept?: K;
+  /** We removed its last finalizer (it is gone) and the watch has not said so yet. */
+  released?: true;
+}
+
+/** Fields to set on a task's entry; `undefined` clears one. */
+type TaskMemoryChange<K> = { [F in keyof TaskMemory<K>]?: TaskMemory<K>[F] | undefined };
+
 export class TaskScheduler<K extends Kept = Kept> {
   readonly #options: SchedulerOptions;
-  readonly #retry = new Map<string, RetryState>();
-  /** Calls of the current phase so far, by UID: the handler context's `attempt`, and its defects. */
-  readonly #attempts = new Map<string, PhaseAttempts>();
-  /** Handler results not yet on their objects, by UID. */
-  readonly #unwritten = new Map<string, K>();
+  /** One entry per task with something to remember: a deletion removes it. */
+  readonly #tasks = new Map<string, TaskMemory<K>>();
   /** Keys whose pass waits for a handler call or runs after one. */
   readonly #busy = new Map<string, Call>();
   readonly #groupLocks = new Map<string, string>();
@@ -147,8 +158,6 @@ export class TaskScheduler<K extends Kept = Kept> {
   readonly #orphans = new Map<number, Call>();
   /** Keys whose pass was deferred (busy key or held group); they run again once freed. */
   readonly #deferred = new Set<string>();
-  /** Tasks whose last finalizer we removed (gone), until the watch reports them gone. */
-  readonly #released = new Set<string>();
   readonly #groups = new GroupIndex();
   readonly #reasons = new TriggerReasons();
   /** The resourceVersion each key's last pass left its object at (by its own writes, or unchanged). */
@@ -208,7 +217,7 @@ export class TaskScheduler<K extends Kept = Kept> {
     runId: string,
   ): PassStart<K> | undefined {
     const uid = facts.metadata.uid;
-    if (this.#released.has(uid)) return undefined;
+    if (this.#tasks.get(uid)?.released) return undefined;
     if (this.#busy.has(key)) {
       this.#deferred.add(key);
       return undefined;
@@ -223,8 +232,8 @@ export class TaskScheduler<K extends Kept = Kept> {
       }
       this.#groupLocks.set(lockedGroup, key);
     }
-    const kept = this.#unwritten.get(uid);
-    this.#unwritten.delete(uid);
+    const kept = this.#tasks.get(uid)?.kept;
+    this.#edit(uid, { kept: undefined });
     // The pass decides the key's next due time when it ends.
     this.#timers.clear(key);
     const input = this.inputOf(facts, peers(), now, runId, kept?.known);
@@ -239,8 +248,9 @@ export class TaskScheduler<K extends Kept = Kept> {
     runId: string,
     known?: KnownResult,
   ): PassInput {
-    const retry = this.#retry.get(facts.metadata.uid) ?? noRetry;
-    const attempts = this.#attempts.get(facts.metadata.uid);
+    const memory = this.#tasks.get(facts.metadata.uid);
+    const retry = memory?.retry ?? noRetry;
+    const attempts = memory?.attempts;
     return {
       task: observe(facts, this.#options.supported),
       peers: peersOf(facts, peers, this.#options.config.finalizer),
@@ -272,14 +282,14 @@ export class TaskScheduler<K extends Kept = Kept> {
   } {
     this.#callSerial += 1;
     const callId = this.#callSerial;
-    const previous = this.#attempts.get(hold.uid);
+    const previous = this.#tasks.get(hold.uid)?.attempts;
     const attempt = previous?.phase === phase ? previous.calls + 1 : 1;
-    this.#attempts.set(
-      hold.uid,
-      previous?.phase === phase
-        ? { ...previous, calls: attempt }
-        : { phase, calls: 1, defects: 0, reported: new Set() },
-    );
+    this.#edit(hold.uid, {
+      attempts:
+        previous?.phase === phase
+          ? { ...previous, calls: attempt }
+          : { phase, calls: 1, defects: 0, reported: new Set() },
+    });
     this.#busy.set(hold.key, {
       id: callId,
       key: hold.key,
@@ -317,13 +327,15 @@ export class TaskScheduler<K extends Kept = Kept> {
   /** Counts a defect of the call's phase; answers whether its kind is new there. */
   #countDefect(call: Call, defect: HandlerDefect): boolean {
     const uid = call.uid;
-    const attempts = this.#attempts.get(uid);
+    const attempts = this.#tasks.get(uid)?.attempts;
     if (attempts === undefined || attempts.phase !== call.phase) return true;
     const known = attempts.reported.has(defect.signature);
-    this.#attempts.set(uid, {
-      ...attempts,
-      defects: attempts.defects + 1,
-      reported: known ? attempts.reported : new Set([...attempts.reported, defect.signature]),
+    this.#edit(uid, {
+      attempts: {
+        ...attempts,
+        defects: attempts.defects + 1,
+        reported: known ? attempts.reported : new Set([...attempts.reported, defect.signature]),
+      },
     });
     return !known;
   }
@@ -337,16 +349,14 @@ export class TaskScheduler<K extends Kept = Kept> {
   ended(hold: PassHold, end: PassEnd, now: number, exists: boolean, resourceVersion?: string): Wake[] {
     if (exists && resourceVersion !== undefined) this.#leftAt.set(hold.key, resourceVersion);
     else this.#leftAt.delete(hold.key);
-    const next = nextRetryState(this.#retry.get(hold.uid) ?? noRetry, end, now);
+    const next = nextRetryState(this.#tasks.get(hold.uid)?.retry ?? noRetry, end, now);
     // Most tasks have nothing to remember (settled, or waiting without errors): keep no entry.
-    if (next === noRetry || !exists) {
-      this.#retry.delete(hold.uid);
-      // Nothing to retry: the phase is over (or waits for a change), so its next call is a first.
-      this.#attempts.delete(hold.uid);
-    } else this.#retry.set(hold.uid, next);
+    // Nothing to retry: the phase is over (or waits for a change), so its next call is a first.
+    if (next === noRetry || !exists) this.#edit(hold.uid, { retry: undefined, attempts: undefined });
+    else this.#edit(hold.uid, { retry: next });
     // A pass of a task that is gone or released decides no due time: nothing is left to run, and the
     // name may already hold a new object whose due time is not this pass's to drop.
-    if (exists && !this.#released.has(hold.uid)) this.#timers.ended(hold.key, end, now);
+    if (exists && !this.#tasks.get(hold.uid)?.released) this.#timers.ended(hold.key, end, now);
     return this.#free(hold);
   }
 
@@ -361,11 +371,14 @@ export class TaskScheduler<K extends Kept = Kept> {
     now: number,
   ): { readonly delayMs: number | undefined; readonly wake: Wake[] } {
     const { config } = this.#options;
-    const previous = this.#retry.get(hold.uid) ?? noRetry;
+    const memory = this.#tasks.get(hold.uid);
+    const previous = memory?.retry ?? noRetry;
     let delayMs: number | undefined;
-    if (exists && !this.#released.has(hold.uid)) {
-      if (kept !== undefined) this.#unwritten.set(hold.uid, kept);
-      this.#retry.set(hold.uid, { retries: previous.retries + 1 });
+    if (exists && !memory?.released) {
+      this.#edit(hold.uid, {
+        retry: { retries: previous.retries + 1 },
+        ...(kept === undefined ? {} : { kept }),
+      });
       const backoff = Math.max(config.minRequeueMs, backoffDelayMs(config, previous.retries));
       delayMs = this.#timers.backoff(hold.key, backoff, now);
     }
@@ -385,7 +398,7 @@ export class TaskScheduler<K extends Kept = Kept> {
    * the watch has not said so; no later pass may act on the cached copy.
    */
   release(uid: string): void {
-    this.#released.add(uid);
+    this.#edit(uid, { released: true });
   }
 
   /**
@@ -407,8 +420,7 @@ export class TaskScheduler<K extends Kept = Kept> {
       }
     }
     if (type === "DELETED") {
-      this.#forget(uid);
-      this.#released.delete(uid);
+      this.#tasks.delete(uid);
       this.#leftAt.delete(key);
       this.#timers.clear(key);
     }
@@ -431,8 +443,7 @@ export class TaskScheduler<K extends Kept = Kept> {
 
   /** The TTL due time of a settled task that no pass is running or waiting for; else undefined. */
   #settledDue(key: string, facts: TaskFacts, now: number): number | undefined {
-    if (this.#busy.has(key) || this.#deferred.has(key) || this.#unwritten.has(facts.metadata.uid))
-      return undefined;
+    if (this.#busy.has(key) || this.#deferred.has(key) || this.keeps(facts.metadata.uid)) return undefined;
     return settledUntil(this.inputOf(facts, [], now, ""));
   }
 
@@ -464,17 +475,20 @@ export class TaskScheduler<K extends Kept = Kept> {
 
   /** The results kept for later passes (a crash loses them: the simulation marks their calls). */
   unwrittenResults(): ReadonlyArray<K> {
-    return [...this.#unwritten.values()];
+    return [...this.#tasks.values()].flatMap((memory) => (memory.kept === undefined ? [] : [memory.kept]));
   }
 
   /** Whether a result is kept for this task. */
   keeps(uid: string): boolean {
-    return this.#unwritten.has(uid);
+    return this.#tasks.get(uid)?.kept !== undefined;
   }
 
-  /** Per-task entries kept (retry state, unwritten results, released tasks). */
+  /** Tasks remembered between passes (retry state, an unwritten result, released). */
   get remembered(): number {
-    return this.#retry.size + this.#unwritten.size + this.#released.size;
+    let count = 0;
+    for (const memory of this.#tasks.values())
+      if (memory.retry !== undefined || memory.kept !== undefined || memory.released) count += 1;
+    return count;
   }
 
   /** Handler calls in flight: passes waiting for one (or resumed after it), and orphaned ones. */
@@ -509,8 +523,9 @@ export class TaskScheduler<K extends Kept = Kept> {
    * failing in a hot loop, whatever the edits.
    */
   #userChanged(uid: string): void {
-    const retry = this.#retry.get(uid);
-    if (retry !== undefined && retry.retries === 0 && retry.retryAt !== undefined) this.#retry.delete(uid);
+    const retry = this.#tasks.get(uid)?.retry;
+    if (retry !== undefined && retry.retries === 0 && retry.retryAt !== undefined)
+      this.#edit(uid, { retry: undefined });
   }
 
   /**
@@ -524,10 +539,23 @@ export class TaskScheduler<K extends Kept = Kept> {
     return order !== undefined && order <= 0;
   }
 
+  /** A pass found the task gone: all but its release is forgotten (the watch has yet to say so). */
   #forget(uid: string): void {
-    this.#attempts.delete(uid);
-    this.#retry.delete(uid);
-    this.#unwritten.delete(uid);
+    if (this.#tasks.get(uid)?.released) this.#tasks.set(uid, { released: true });
+    else this.#tasks.delete(uid);
+  }
+
+  /** Changes a task's entry; an entry left with nothing in it is dropped. */
+  #edit(uid: string, change: TaskMemoryChange<K>): void {
+    const { retry, attempts, kept, released } = { ...this.#tasks.get(uid), ...change };
+    const next: TaskMemory<K> = {
+      ...(retry === undefined ? {} : { retry }),
+      ...(attempts === undefined ? {} : { attempts }),
+      ...(kept === undefined ? {} : { kept }),
+      ...(released === undefined ? {} : { released }),
+    };
+    if (Object.keys(next).length === 0) this.#tasks.delete(uid);
+    else this.#tasks.set(uid, next);
   }
 
   #free(hold: PassHold): Wake[] {
