@@ -5,7 +5,7 @@
  * nothing of the node is left.
  */
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
@@ -15,9 +15,10 @@ import { busyboxRecipe, pauseRecipe } from "../../src/devcluster/images/cluster-
 import { defaultImageCacheDir } from "../../src/devcluster/images/index.ts";
 import { cgroupProcesses } from "../../src/devcluster/node/cgroups.ts";
 import { containerdPaths, shimProcesses } from "../../src/devcluster/node/containerd.ts";
+import { startLocalCluster } from "../../src/devcluster/node/local-cluster.ts";
 import { mountsUnder } from "../../src/devcluster/node/mounts.ts";
 import { resolveNodeBinaries } from "../../src/devcluster/node/node-binaries.ts";
-import { type SlotRecord, slotRecordPath } from "../../src/devcluster/node/node-slot.ts";
+import { readSlotRecords, type SlotRecord, slotRecordPath } from "../../src/devcluster/node/node-slot.ts";
 import { sweepDeadNodes } from "../../src/devcluster/node/teardown.ts";
 import { repoRoot } from "../support/cluster.ts";
 import { waitFor } from "../support/wait.ts";
@@ -32,8 +33,8 @@ const running = (pid: number): boolean => {
   }
 };
 
-describe("a node whose process died", () => {
-  it("is swept up: pods, shims, mounts, namespace, routes and cgroup", async () => {
+describe("what a local node leaves behind", () => {
+  it("nothing when its process dies: a watchdog sweeps up pods, shims, mounts, namespace, routes and cgroup", async () => {
     const nodeBinaries = await resolveNodeBinaries({ buildTimeoutMs: 45 * 60_000 });
     const pause = await buildImage(pauseRecipe(nodeBinaries.pause), defaultImageCacheDir());
     const busybox = await buildImage(busyboxRecipe("/bin/busybox"), defaultImageCacheDir());
@@ -100,5 +101,38 @@ describe("a node whose process died", () => {
     expect(existsSync(`/sys/class/net/${footprint.hostInterface}`)).toBe(false);
     expect(mountsUnder(footprint.dir)).toEqual([]);
     expect(existsSync(footprint.dir)).toBe(false);
+  }, 180_000);
+
+  it("nothing when its start fails: no control plane, containerd, namespace or slot", async () => {
+    const nodeBinaries = await resolveNodeBinaries({ buildTimeoutMs: 45 * 60_000 });
+    const pause = await buildImage(pauseRecipe(nodeBinaries.pause), defaultImageCacheDir());
+    /** Processes of a local cluster: kube-apiservers bound to a node's veth, containerds of a node. */
+    const clusterProcesses = (): string[] =>
+      readdirSync("/proc")
+        .filter((entry) => /^\d+$/.test(entry))
+        .flatMap((pid) => {
+          try {
+            const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+            return /--bind-address=198\.18\.255\.|containerd --config \/.*opstask-node-/.test(args) &&
+              running(Number(pid))
+              ? [`${pid} ${args}`]
+              : [];
+          } catch {
+            return [];
+          }
+        });
+    const namespaces = () =>
+      existsSync("/run/netns") ? readdirSync("/run/netns").filter((n) => n.startsWith("opstask-node-")) : [];
+    const processesBefore = new Set(clusterProcesses());
+    const namespacesBefore = new Set(namespaces());
+
+    // containerd is up in a moment and then fails on the image; the control plane is still starting.
+    await expect(
+      startLocalCluster({ nodeBinaries, sandboxImage: pause, images: ["/nonexistent/image.tar"] }),
+    ).rejects.toThrow(/\/nonexistent\/image\.tar does not exist/);
+    await new Promise((resolve) => setTimeout(resolve, 15_000)); // anything left would be up by now
+    expect(clusterProcesses().filter((p) => !processesBefore.has(p))).toEqual([]);
+    expect(namespaces().filter((n) => !namespacesBefore.has(n))).toEqual([]);
+    expect(readSlotRecords().filter((record) => record.ownerPid === process.pid)).toEqual([]);
   }, 180_000);
 });

@@ -306,13 +306,18 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
         await importImage(running.paths, archive);
       return running;
     });
-    const [cp, runtime] = await Promise.all([
+    // Both settle before a failure of either is handled, so that stop() sees whatever did start.
+    const [planeResult, containerdResult] = await Promise.allSettled([
       startingPlane.then((p) => {
         plane = p;
         return p;
       }),
       startingContainerd,
     ]);
+    if (planeResult.status === "rejected") throw planeResult.reason;
+    if (containerdResult.status === "rejected") throw containerdResult.reason;
+    const cp = planeResult.value;
+    const runtime = containerdResult.value;
     log(`local node: control plane and containerd up after ${Date.now() - started} ms`);
 
     const kubeconfigs = join(dir, "kubeconfigs");
