@@ -10,13 +10,14 @@
  * These names may change between 0.x minor versions more freely than the root entry's.
  */
 export { DecodeError, formatDecodeError } from "./api/decode-error.ts";
-export type { PolicyRule } from "./api/policy-rule.ts";
 export { ManifestMeta } from "./api/meta.ts";
+export type { PolicyRule } from "./api/policy-rule.ts";
 export {
   type LastError,
   type LastOperation,
   type OperationState,
   type OperationType,
+  type TaskCondition,
   TaskStates,
 } from "./api/status.ts";
 export { LastErrorsMaxItems } from "./api/status-schema.ts";
@@ -43,7 +44,13 @@ export { KubeError } from "./kube/errors.ts";
 export { type KubeAccess, kubeClientOf } from "./kube/kube-client-node.ts";
 export { RequestCounter } from "./kube/request-metrics.ts";
 export type { ConfigMembers, UnsupportedConfig } from "./library/config-union.ts";
-export { decodeFailure, type TaskKindAccessors, type TaskSource } from "./library/define-task-kind.ts";
+export {
+  decodeFailure,
+  type LibraryTaskKind,
+  type TaskKindAccessors,
+  type TaskResultDefinition,
+  type TaskSource,
+} from "./library/define-task-kind.ts";
 export type { MemberOf } from "./library/handlers-for.ts";
 export type { LifecycleOptions } from "./library/lifecycle-options.ts";
 export type { MemberHandler, MemberHandlersFor, MemberPhase } from "./library/member-handlers.ts";
@@ -61,8 +68,15 @@ export type { PromiseStep, StepAnswer, StepStop, StepWait } from "./library/step
 export { StepErrorCodes } from "./library/steps/step-errors.ts";
 export { type StepAnnotations, stepAnnotations } from "./library/steps/step-progress.ts";
 export { stepAnnotationNames } from "./library/steps/steps-handler.ts";
+export {
+  DefaultMaxResultBytes,
+  MaxResultBytesLimit,
+  type SucceededOutcome,
+} from "./library/task-result.ts";
 export { machineVersion, type TaskMachine, taskMachine } from "./machine/task-machine.ts";
 export type {
+  ConditionTypes,
+  EncodedResult,
   KnownResult,
   LifecycleConfig,
   PassInput,
