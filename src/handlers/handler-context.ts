@@ -52,11 +52,15 @@ export interface TaskLogger {
  */
 export interface OwnTask {
   /**
-   * A merge patch of the task's `metadata.annotations` (`null` removes a key). It is refused, and the
-   * Promise rejects, when the object under the task's name is no longer the task of this call (another
-   * UID) or is gone; an API outage rejects with `ObjectsUnavailable`.
+   * A merge patch of the task's `metadata.annotations` (`null` removes a key); resolves with the
+   * task's annotations as stored after it, so `annotate({})` reads them fresh (the task a call is
+   * given comes from the controller's cache, which may not show the last write yet). It is refused,
+   * and the Promise rejects, when the object under the task's name is no longer the task of this call
+   * (another UID) or is gone; an API outage rejects with `ObjectsUnavailable`.
    */
-  readonly annotate: (annotations: Readonly<Record<string, string | null>>) => Promise<void>;
+  readonly annotate: (
+    annotations: Readonly<Record<string, string | null>>,
+  ) => Promise<Readonly<Record<string, string>>>;
 }
 
 export interface HandlerContext {

@@ -287,6 +287,12 @@ export const simulate = <Task, R = never, Spec = unknown>(
         );
       const written = server.patch(metadata.namespace, metadata.name, { metadata: { annotations } });
       if (!written.ok) throw new Error(written.error.message);
+      const stored = isObject(written.value.metadata) ? written.value.metadata.annotations : undefined;
+      return isObject(stored)
+        ? Object.fromEntries(
+            Object.entries(stored).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
+          )
+        : {};
     },
   });
 

@@ -68,6 +68,20 @@ export interface KubeCallContext {
   readonly resource?: ObjectResource;
 }
 
+/** `metadata.annotations` of an object as the API returned it (string values only). */
+const annotationsOf = (body: unknown): Readonly<Record<string, string>> => {
+  const metadata =
+    typeof body === "object" && body !== null && "metadata" in body ? body.metadata : undefined;
+  const annotations =
+    typeof metadata === "object" && metadata !== null && "annotations" in metadata
+      ? metadata.annotations
+      : undefined;
+  if (typeof annotations !== "object" || annotations === null) return {};
+  return Object.fromEntries(
+    Object.entries(annotations).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
+  );
+};
+
 /**
  * Annotations of the task itself, as a merge patch that carries the task's UID: the apiserver refuses
  * a patch whose `metadata.uid` differs from the stored object's (a namesake created since), so a late
@@ -82,7 +96,7 @@ export const kubeOwnTask = (
   annotate: async (annotations) => {
     const path = apiPath(resource, subject.namespace, subject.name);
     try {
-      await client.request(
+      const response = await client.request(
         {
           method: "PATCH",
           path,
@@ -91,6 +105,7 @@ export const kubeOwnTask = (
         },
         signal,
       );
+      return annotationsOf(response.body);
     } catch (error) {
       const status = error instanceof ApiCallError ? error.statusCode : 0;
       const reason = error instanceof Error ? error.message : String(error);

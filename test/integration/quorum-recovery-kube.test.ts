@@ -60,7 +60,13 @@ describe("quorum-loss recovery against a real kube-apiserver", () => {
       uid: first.metadata.uid,
       resourceVersion: first.metadata.resourceVersion,
     };
-    await kubeOwnTask(client, tasks, subject).annotate({ "example.dev/step": "ScaleDown" });
+    expect(await kubeOwnTask(client, tasks, subject).annotate({ "example.dev/step": "ScaleDown" })).toEqual({
+      "example.dev/step": "ScaleDown",
+    });
+    // An empty patch reads them (what resumable steps do at each call), fresh from the API server.
+    expect(await kubeOwnTask(client, tasks, subject).annotate({})).toEqual({
+      "example.dev/step": "ScaleDown",
+    });
     const read = (await api.getNamespacedCustomObject({ ...tasks, namespace, name: "t" })) as {
       metadata: { annotations?: Record<string, string> };
     };

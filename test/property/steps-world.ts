@@ -55,6 +55,8 @@ const undoes = (world: StepsWorld, step: StepName) => (task: Chore) => {
 
 const faultyOwnTask = (world: StepsWorld, own: OwnTask, uid: string): OwnTask => ({
   annotate: async (annotations) => {
+    // An empty patch is a read of the progress, not a write.
+    if (Object.keys(annotations).length === 0) return own.annotate(annotations);
     const index = world.progressWrites.length;
     const write = { annotations, landed: false };
     world.progressWrites.push(write);
@@ -65,13 +67,14 @@ const faultyOwnTask = (world: StepsWorld, own: OwnTask, uid: string): OwnTask =>
       world.sim.controller.crashAfter(0);
       if (fault.mode === "before") throw new Error("the controller died before the progress write");
     }
-    await own.annotate(annotations);
+    const stored = await own.annotate(annotations);
     write.landed = true;
     world.log.push({
       kind: "recorded",
       uid,
       completed: annotations[`${progressPrefix}-last-completed-step`],
     });
+    return stored;
   },
 });
 

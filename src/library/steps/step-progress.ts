@@ -100,13 +100,3 @@ export const progressAnnotations = (
 /** RFC 3339 in whole seconds, as Kubernetes writes times (and etcd-druid its wait-start). */
 export const rfc3339 = (ms: number): string =>
   `${new Date(Math.floor(ms / 1000) * 1000).toISOString().slice(0, 19)}Z`;
-
-/** Progress only moves forward: later steps, then a started wait, then undos (downwards). */
-const rank = (progress: StepProgress, stepCount: number): number =>
-  (progress.lastUndone === undefined ? 0 : (stepCount - progress.lastUndone) * 4 * stepCount) +
-  (progress.lastCompleted + 1) * 2 +
-  (progress.waitStart === undefined ? 0 : 1);
-
-/** The further of two reads of one task's progress (the task as cached, and what this process wrote). */
-export const furthest = (a: StepProgress, b: StepProgress | undefined, stepCount: number): StepProgress =>
-  b !== undefined && rank(b, stepCount) > rank(a, stepCount) ? b : a;

@@ -23,7 +23,6 @@ import { completed, failed, retry } from "../outcome.ts";
 import type { StepStop, TaskStep } from "./step.ts";
 import { StepErrorCodes } from "./step-errors.ts";
 import {
-  furthest,
   progressAnnotations,
   readProgress,
   type StepAnnotations,
@@ -88,28 +87,33 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
   const keys = typeof options.progress === "string" ? stepAnnotations(options.progress) : options.progress;
   const count = steps.length;
   const label = (index: number) => `Step ${index + 1}/${count} ${names[index]}`;
-  // What this process wrote, by task UID: the cache may not have seen our last write yet when the
-  // next call comes (read-your-writes). Only successful writes land here; finished tasks leave.
-  const written = new Map<string, StepProgress>();
-
-  const read = (task: Task): { readonly uid: string; readonly read: ReturnType<typeof readProgress> } => {
-    const { metadata } = kind.facts(task);
-    const stored = readProgress(metadata.annotations, keys, names, metadata.uid);
-    return {
-      uid: metadata.uid,
-      read: stored.ok
-        ? { ok: true, progress: furthest(stored.progress, written.get(metadata.uid), count) }
-        : stored,
-    };
-  };
+  /**
+   * The progress as the task holds it now: read with an empty patch of its own annotations (the task
+   * a call gets comes from the controller's cache, which may not show the last write yet), so a step
+   * recorded a moment ago is never taken for undone. Fails like a progress write when it cannot read.
+   */
+  const read = (ownTask: OwnTask, task: Task, doing: string) =>
+    Effect.promise(() =>
+      ownTask.annotate({}).then(
+        (annotations) => {
+          const { metadata } = kind.facts(task);
+          return { uid: metadata.uid, read: readProgress(annotations, keys, names, metadata.uid) };
+        },
+        (error: unknown) =>
+          retry(`${doing}: reading progress failed`, {
+            error: {
+              code: StepErrorCodes.progressWrite,
+              message: `reading progress from the task failed (${doing})`,
+              cause: error instanceof Error ? error.message : String(error),
+            },
+          }),
+      ),
+    );
 
   const record = (ownTask: OwnTask, uid: string, progress: StepProgress, doing: string) =>
     Effect.promise(() =>
       ownTask.annotate(progressAnnotations(progress, keys, names, uid)).then(
-        () => {
-          written.set(uid, progress);
-          return undefined;
-        },
+        () => undefined,
         (error: unknown) =>
           retry(`${doing}: recording progress failed`, {
             error: {
@@ -135,13 +139,14 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
     Effect.gen(function* () {
       const { ownTask } = context;
       if (ownTask === undefined) return unsupported;
-      const { uid, read: progressRead } = read(task);
+      const current = yield* read(ownTask, task, "Steps");
+      if ("kind" in current) return current;
+      const { uid, read: progressRead } = current;
       if (!progressRead.ok) return unknownProgress(progressRead.problem);
       const progress = progressRead.progress;
       const index = progress.lastCompleted + 1;
       const now = () => context.clock?.() ?? Date.now();
       if (index >= count) {
-        written.delete(uid);
         return completed(options.completed ?? `All ${count} steps completed`);
       }
       const step = steps[index] as TaskStep<Task, R, Context>;
@@ -178,7 +183,6 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
               "StepDeadlineExceeded",
               `${here} did not finish within ${seconds(deadline)}`,
             );
-            written.delete(uid);
             return failed(`${here}: did not finish within ${seconds(deadline)}`, {
               code: options.deadlineCode ?? StepErrorCodes.deadlineExceeded,
               message: `step ${index + 1}/${count} ${step.name} did not finish within ${seconds(deadline)}`,
@@ -195,7 +199,6 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
       if (failure !== undefined) return failure;
       context.events.record("Normal", "StepCompleted", `${here} completed`);
       if (index + 1 < count) return retry(`${here}: ${step.done ?? "done"}`, { afterMs: 0 });
-      written.delete(uid);
       return completed(options.completed ?? `All ${count} steps completed`);
     });
 
@@ -203,14 +206,15 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
     Effect.gen(function* () {
       const finish = () =>
         options.cleanup === undefined ? Effect.succeed(undefined) : options.cleanup(task, context);
-      const { uid, read: progressRead } = read(task);
       const state = kind.facts(task).status.state;
       if (state === undefined || !(options.undoWhen ?? ["Failed"]).includes(state)) {
-        written.delete(uid);
         return (yield* finish()) ?? completed("Nothing to undo");
       }
       const { ownTask } = context;
       if (ownTask === undefined) return unsupported;
+      const current = yield* read(ownTask, task, "Undo");
+      if ("kind" in current) return current;
+      const { uid, read: progressRead } = current;
       if (!progressRead.ok) return unknownProgress(progressRead.problem);
       const progress = progressRead.progress;
       // Every step whose run finished: the completed ones, and the one whose wait began.
@@ -227,7 +231,6 @@ export const stepsHandler = <Task, R = never, Context extends HandlerContext = H
         context.events.record("Normal", "StepUndone", `${here} finished`);
         undone += 1;
       }
-      written.delete(uid);
       return (yield* finish()) ?? completed(undone === 0 ? "Nothing to undo" : `Undid ${undone} steps`);
     });
 

@@ -165,6 +165,25 @@ describe("recoverFromQuorumLoss: the steps", () => {
   });
 });
 
+describe("recoverFromQuorumLoss: progress is read from the task only", () => {
+  it("a controller left mid-recovery lends nothing to another one's task of the same UID", async () => {
+    const first = makeRecoveryWorld();
+    first.cluster.autoConverge = false;
+    first.sim.create(recoveryTask("r"));
+    await drive(first, "r", () => first.cluster.count("scale") > 0);
+    // Another simulation (its UIDs start again at uid-1), the same handler.
+    const second = makeRecoveryWorld();
+    second.sim.create(recoveryTask("r"));
+    expect(second.sim.get("r")?.metadata.uid).toBe(first.sim.get("r")?.metadata.uid);
+    await drive(second, "r");
+    expect(second.sim.state("r")).toBe("Succeeded");
+    expect(second.cluster.count("annotateEtcd")).toBe(4);
+    expect(descriptions(second, "r").some((text) => text.startsWith("Step 2/13 SuspendReconciliation"))).toBe(
+      true,
+    );
+  });
+});
+
 describe("recoverFromQuorumLoss: a task deleted before it finished", () => {
   it("Cleanup removes the Etcd annotations it set, so druid's Etcd controller is not left suspended", async () => {
     const world = makeRecoveryWorld();

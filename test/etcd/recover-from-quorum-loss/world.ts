@@ -100,6 +100,8 @@ export const makeRecoveryWorld = (
   } as unknown as RecoveryWorld;
   const ownTask = (own: OwnTask): OwnTask => ({
     annotate: async (annotations) => {
+      // An empty patch is a read of the progress, not a write.
+      if (Object.keys(annotations).length === 0) return own.annotate(annotations);
       const index = world.progressWrites.length;
       world.progressWrites.push(annotations);
       const fault = world.fault;
@@ -108,7 +110,7 @@ export const makeRecoveryWorld = (
         world.sim.controller.crashAfter(0);
         if (fault.mode === "before") throw new Error("the controller died before the progress write");
       }
-      await own.annotate(annotations);
+      return own.annotate(annotations);
     },
   });
   const context = (ctx: HandlerContext): HandlerContext =>
