@@ -9,7 +9,7 @@
  *
  * Rules (the scheduler's, scheduler.ts, plus these):
  * - a turn whose object is where the key's last pass left it, woken only by changes of that object, is
- *   an echo of our own write: skipped before decoding (design-traps 5);
+ *   an echo of our own write: skipped before decoding (docs/design-notes.md §5);
  * - a change's decode is handed to the pass it wakes (a newer copy is decoded again);
  * - a settled task (settled.ts) gets its TTL due time, not a machine run;
  * - a write's result is the pass's object from then on; one that carries someone else's change makes
@@ -19,7 +19,7 @@
  */
 import type { PassEnd } from "../effects/task-effect.ts";
 import { TaskEffect } from "../effects/task-effect.ts";
-import type { PhaseOutcome } from "../machine/types.ts";
+import type { LifecycleConfig, PhaseOutcome } from "../machine/types.ts";
 import { factsAfterWrite } from "./facts-after-write.ts";
 import { carriesForeignChange, type TaskObject } from "./foreign-change.ts";
 import { defectOutcome, type HandlerReply } from "./handler-defect.ts";
@@ -36,7 +36,7 @@ export type { TaskObject } from "./foreign-change.ts";
 
 export interface CoreOptions<Task> {
   readonly kind: TaskKind<Task>;
-  readonly config: ConstructorParameters<typeof TaskScheduler>[0]["config"];
+  readonly config: LifecycleConfig;
   /** Config members that have a handler. */
   readonly supported: ReadonlyArray<string>;
   /** Stretches backoff delays (the runtime's is random); none by default. */
