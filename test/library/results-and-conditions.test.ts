@@ -7,6 +7,7 @@ import { fc, test } from "@fast-check/vitest";
 import * as Schema from "effect/Schema";
 import { describe, expect, it } from "vitest";
 import { taskCrd, withDefault } from "../../src/crd.ts";
+import { etcdOpsTaskKind } from "../../src/etcd/api/etcdopstask-kind.ts";
 import {
   configMember,
   configUnion,
@@ -18,6 +19,7 @@ import {
   TaskStatusSchema,
 } from "../../src/index.ts";
 import { type Simulation, simulate } from "../../src/testing.ts";
+import { druidTaskCrd, openApiOf } from "../api/crd-support.ts";
 
 const VacuumSpec = Schema.Struct({
   ttlSecondsAfterFinished: Schema.Number.pipe(withDefault(600)),
@@ -202,5 +204,24 @@ describe("the CRD", () => {
       none.ok &&
         Object.keys(none.crd.spec.versions[0]?.schema.openAPIV3Schema.properties?.status?.properties ?? {}),
     ).toEqual(["state", "lastTransitionTime", "startedAt", "lastOperation", "lastErrors"]);
+  });
+});
+
+describe("EtcdOpsTask keeps druid's exact status", () => {
+  it("a finished EtcdOpsTask has no result and no conditions: only the fields druid's CRD declares", async () => {
+    const done = { execute: () => etcdOpsTaskKind.succeeded({ description: "Snapshot taken" }) };
+    const sim = simulate({ kind: etcdOpsTaskKind, handlers: { onDemandSnapshot: done } });
+    sim.create({
+      metadata: { name: "snap", generation: 1 },
+      spec: { etcdName: "main", config: { onDemandSnapshot: { type: "full" } } },
+    });
+    sim.run();
+    await sim.settle();
+    sim.run();
+    const status = sim.object("snap")?.status as Record<string, unknown> | undefined;
+    expect(status?.state).toBe("Succeeded");
+    const druidFields = Object.keys(openApiOf(druidTaskCrd()).properties?.status?.properties ?? {});
+    expect(druidFields).not.toContain("conditions");
+    expect(Object.keys(status ?? {}).filter((field) => !druidFields.includes(field))).toEqual([]);
   });
 });

@@ -46,6 +46,8 @@ export const etcdOpsTaskKind = defineTaskKind<EtcdOpsTask>({
   plural: Plural,
   finalizer: Finalizer,
   vocabulary: { kind: Kind, group: "etcd" },
+  // druid's status exactly: its CRD has no conditions (nor a result), so none are written.
+  conditions: false,
   defaultTtlSeconds: TtlLimits.default,
   decode: (object) => {
     const decoded = decodeEtcdOpsTask(object);
