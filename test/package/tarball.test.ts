@@ -10,9 +10,14 @@
  * And examples/backup-verify as its own project would hold it: type-checked against the installed
  * package, and its real-API-server test run with vitest through `opstask/testing`'s control plane
  * (which builds nothing here: the binaries are in the shared cache).
+ * Last, a project written by the installed `opstask init`: a second config member added in the three
+ * places its README names, its own tests run (simulate() property, real kube-apiserver), then its
+ * src/main.ts under kubectl: `kubectl wait --for=condition=Succeeded` and status.result.
  */
 import { execFile, spawn } from "node:child_process";
 import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { promisify, stripVTControlCharacters } from "node:util";
@@ -44,6 +49,7 @@ const onDemandFolders = new Map([["testing.js", ["devcluster"]]]);
 
 const work = mkdtempSync(join(tmpdir(), "opstask-tarball-"));
 const project = join(work, "greeting-operator");
+const tarball = join(work, `opstask-${manifest.version}.tgz`);
 const installed = join(project, "node_modules", "opstask");
 
 const projectTsconfig = {
@@ -67,7 +73,6 @@ beforeAll(async () => {
     timeout: 180_000,
     maxBuffer: 16 << 20,
   });
-  const tarball = join(work, `opstask-${manifest.version}.tgz`);
   await run("mkdir", [project]);
   writeFileSync(
     join(project, "package.json"),
@@ -333,4 +338,172 @@ describe("an example's own real-API-server test through opstask/testing", () => 
     expect(result).toMatch(/Tests\s+8 passed/);
     expect(result).not.toMatch(/failed/);
   }, 320_000);
+});
+
+/** What a failed child process said, for the assertion message (vitest prints it whole). */
+const outputOf = (error: { readonly stdout?: string; readonly stderr?: string }) =>
+  stripVTControlCharacters(`${error.stdout ?? ""}\n${error.stderr ?? String(error)}`);
+
+describe("a project written by opstask init", () => {
+  const scaffold = join(work, "webhook-operator");
+  /** Runs a command in the scaffolded project; resolves to its output, rejects with all of it. */
+  const inScaffold = (
+    command: string,
+    args: ReadonlyArray<string>,
+    options: { readonly timeout: number; readonly env?: NodeJS.ProcessEnv },
+  ) =>
+    run(command, [...args], {
+      cwd: scaffold,
+      maxBuffer: 16 << 20,
+      timeout: options.timeout,
+      env: {
+        ...process.env,
+        VITEST_POOL_ID: undefined,
+        VITEST_WORKER_ID: undefined,
+        NODE_OPTIONS: undefined,
+        ...options.env,
+      },
+    }).then(
+      ({ stdout }) => stripVTControlCharacters(stdout),
+      (error: { readonly stdout?: string; readonly stderr?: string }) =>
+        Promise.reject(new Error(outputOf(error))),
+    );
+  const edit = (file: string, anchor: string, replacement: string) => {
+    const path = join(scaffold, file);
+    const text = readFileSync(path, "utf8");
+    // A template change that moves the anchor must fail here, not pass with the member missing.
+    expect(text.split(anchor)).toHaveLength(2);
+    writeFileSync(path, text.replace(anchor, replacement));
+  };
+
+  beforeAll(async () => {
+    // `npx opstask init` as an author runs it: the installed package's bin, opstask from the tarball.
+    const written = await run(
+      join(installed, "..", ".bin", "opstask"),
+      ["init", scaffold, "--opstask", tarball],
+      {
+        cwd: work,
+        timeout: 60_000,
+      },
+    );
+    expect(written.stdout).toContain("three places");
+    await inScaffold("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund"], { timeout: 300_000 });
+  }, 360_000);
+
+  it("takes a second config member in the three places its README names, the compiler holding it to them", async () => {
+    expect(readFileSync(join(scaffold, "README.md"), "utf8")).toMatch(
+      /three places[\s\S]*src\/kind\.ts[\s\S]*src\/handlers\.ts[\s\S]*test\/simulate\.test\.ts/,
+    );
+    // 1. The schema.
+    edit("src/kind.ts", "configUnion({ http: Http },", "configUnion({ http: Http, shout: Shout },");
+    edit(
+      "src/kind.ts",
+      "/** The config members:",
+      "export const Shout = Schema.Struct({ text: Schema.String.check(Schema.isNonEmpty()) });\n\n/** The config members:",
+    );
+    // Without its handler the project does not compile, and the error names the member.
+    const missing = await inScaffold("npm", ["run", "--silent", "typecheck"], { timeout: 120_000 }).then(
+      () => "compiled",
+      (error: unknown) => String(error),
+    );
+    expect(missing).toMatch(/shout/);
+    // 2. The handler.
+    edit(
+      "src/handlers.ts",
+      "    }),\n  });\n\nexport const handlers",
+      [
+        "    }),",
+        "    shout: promiseHandler({",
+        "      execute: (_task, { config }) =>",
+        "        webhookKind.succeeded({ description: config.text.toUpperCase(), result: {} }),",
+        "    }),",
+        "  });",
+        "",
+        "export const handlers",
+      ].join("\n"),
+    );
+    // 3. The generator of the simulation property.
+    edit(
+      "test/simulate.test.ts",
+      "const members: ReadonlyArray<fc.Arbitrary<(index: number) => Case>> = [",
+      [
+        "const members: ReadonlyArray<fc.Arbitrary<(index: number) => Case>> = [",
+        '  fc.string({ minLength: 1, maxLength: 8 }).map((text) => (): Case => ({ config: { shout: { text } }, expected: "Succeeded", result: {} })),',
+      ].join("\n"),
+    );
+    expect(await inScaffold("npm", ["run", "--silent", "typecheck"], { timeout: 120_000 })).toBe("");
+  }, 300_000);
+
+  it("passes its own tests: the simulate() property and the real-kube-apiserver test", async () => {
+    const result = await inScaffold("npm", ["test"], { timeout: 300_000 });
+    expect(result).toMatch(/Test Files\s+2 passed/);
+    expect(result).toMatch(/Tests\s+5 passed/);
+    expect(result).not.toMatch(/failed|skipped/);
+  }, 320_000);
+
+  describe("under kubectl", () => {
+    const cluster = useControlPlane();
+
+    it("runs src/main.ts on the generated CRD: kubectl wait --for=condition=Succeeded, status.result", async () => {
+      await inScaffold("npm", ["run", "--silent", "crd"], { timeout: 60_000 });
+      const files = await inScaffold("npm", ["run", "--silent", "deploy"], { timeout: 60_000 });
+      expect(files).toContain("deploy/rbac.yaml");
+      expect(readFileSync(join(scaffold, "crd.yaml"), "utf8")).toMatch(/^\s+shout:$/m);
+      const plane = cluster();
+      await plane.applyCrds([join(scaffold, "crd.yaml")]);
+      const namespace = await createTestNamespace(plane.makeKubeConfig(), "scaffold");
+      const env = { KUBECONFIG: plane.kubeconfigPath };
+      const kubectl = (...args: ReadonlyArray<string>) =>
+        inScaffold("kubectl", ["-n", namespace, ...args], { timeout: 90_000, env });
+      const server = createServer((request, response) =>
+        response.writeHead(request.method === "POST" ? 202 : 405).end(),
+      );
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      const operator = spawn(process.execPath, ["src/main.ts"], {
+        cwd: scaffold,
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let output = "";
+      operator.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+      operator.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+      const exited = new Promise<number | null>((done) => operator.once("exit", (code) => done(code)));
+      try {
+        const manifest = (name: string, config: object) =>
+          JSON.stringify({
+            apiVersion: "ops.example.com/v1alpha1",
+            kind: "Webhook",
+            metadata: { name },
+            spec: { config },
+          });
+        writeFileSync(
+          join(scaffold, "tasks.json"),
+          `${manifest("call", { http: { url, expectedStatus: 202 } })}\n${manifest("shout", { shout: { text: "hi" } })}`,
+        );
+        await kubectl("create", "-f", "tasks.json");
+        const waited = await kubectl(
+          "wait",
+          "--for=condition=Succeeded",
+          "webhook/call",
+          "webhook/shout",
+          "--timeout=60s",
+        ).catch((error: unknown) =>
+          Promise.reject(new Error(`${String(error)}\noperator output:\n${output}`)),
+        );
+        expect(waited).toMatch(/webhook\.ops\.example\.com\/call condition met/);
+        expect(waited).toMatch(/webhook\.ops\.example\.com\/shout condition met/);
+        expect(await kubectl("get", "webhook/call", "-o", "jsonpath={.status.result.httpStatus}")).toBe(
+          "202",
+        );
+        expect(
+          await kubectl("get", "webhook/shout", "-o", "jsonpath={.status.lastOperation.description}"),
+        ).toBe("HI");
+      } finally {
+        operator.kill("SIGTERM");
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+      expect(await exited).toBe(0);
+    }, 180_000);
+  });
 });
