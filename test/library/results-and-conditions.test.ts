@@ -167,6 +167,21 @@ describe("standard conditions", () => {
     },
   );
 
+  it("a Rejected task gets Failed=True and Succeeded=False, reason Rejected", () => {
+    const sim = simulate({ kind: vacuumKind, handlers });
+    sim.createUnchecked({
+      metadata: { name: "v", generation: 1 },
+      spec: { config: { vacuum: { bytes: "lots" } } },
+    });
+    sim.run();
+    const status = sim.object("v")?.status as Record<string, unknown> | undefined;
+    expect(status?.state).toBe("Rejected");
+    expect(status?.conditions).toMatchObject([
+      { type: "Succeeded", status: "False", reason: "Rejected", observedGeneration: 1 },
+      { type: "Failed", status: "True", reason: "Rejected", observedGeneration: 1 },
+    ]);
+  });
+
   it("names are the kind's own, and `false` writes none", async () => {
     const renamed = defineTaskKind({
       ...definition,
