@@ -4,9 +4,10 @@
  * sweeps them up from the dead run's slot record (sweepDeadNodes, as the next start also does), and
  * nothing of the node is left.
  */
-import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
@@ -122,10 +123,29 @@ describe("what a local node leaves behind", () => {
         });
     expect(clusterChildren()).toEqual([]);
 
-    // containerd is up in a moment and then fails on the image; the control plane is still starting.
-    await expect(
-      startLocalCluster({ nodeBinaries, sandboxImage: pause, images: ["/nonexistent/image.tar"] }),
-    ).rejects.toThrow(/\/nonexistent\/image\.tar does not exist/);
+    // The image to load is a FIFO: containerd's import waits on it until the kube-apiserver listens
+    // (but is not ready yet), and then fails on what it reads, while the control plane is starting.
+    const fifo = join(mkdtempSync(join(tmpdir(), "opstask-test-")), "image.tar");
+    execFileSync("mkfifo", [fifo]);
+    const outcome = startLocalCluster({ nodeBinaries, sandboxImage: pause, images: [fifo] }).then(
+      () => new Error("the cluster started"),
+      (error: unknown) => error,
+    );
+    await waitFor(
+      "this worker's kube-apiserver listening",
+      () => {
+        const apiservers = clusterChildren().filter((p) => p.includes("kube-apiserver"));
+        const listening = execFileSync("ss", ["-ltnpH"], { encoding: "utf8" });
+        return apiservers.some((p) => listening.includes(`pid=${p.split(" ")[0]},`)) ? true : undefined;
+      },
+      60_000,
+      50,
+    );
+    writeFileSync(fifo, "not an image archive");
+    const error = await outcome;
+    expect(error).toBeInstanceOf(Error);
+    expect(String(error)).toMatch(/ctr .*images import/);
+    rmSync(dirname(fifo), { recursive: true, force: true });
     await new Promise((resolve) => setTimeout(resolve, 15_000)); // anything left would be up by now
     expect(clusterChildren()).toEqual([]);
     expect(readSlotRecords().filter((record) => record.ownerPid === process.pid)).toEqual([]);
