@@ -224,7 +224,9 @@ export const effects = lifecycle.extend({
       const text = described(context, event.phase, "Completed", event.description);
       const next = event.phase === "execute" ? enter(context, "Succeeded") : context.status;
       const status = operate(context, next, event.phase, "Completed", text);
-      return { status: event.result === undefined ? status : { ...status, result: event.result } };
+      // Only Execute's result is the task's; Admit's and Cleanup's would describe no work done.
+      const result = event.phase === "execute" ? event.result : undefined;
+      return { status: result === undefined ? status : { ...status, result } };
     }),
     recordFailure: lifecycle.assign(({ context, event }) => {
       if (event.type !== "phase.failed") return {};

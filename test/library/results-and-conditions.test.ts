@@ -93,6 +93,24 @@ describe("a kind's result", () => {
     expect(statuses(sim)[first - 1]?.state).toBe("InProgress");
   });
 
+  it("only Execute's result is written: one from Admit or Cleanup is not the task's", async () => {
+    const result = { reclaimedBytes: 1, tables: [] };
+    const sim = simulate({
+      kind: vacuumKind,
+      handlers: {
+        vacuum: {
+          admit: () => vacuumKind.succeeded({ description: "Admitted", result }),
+          execute: () => failed("Locked", { code: "ERR_LOCKED", message: "locked" }),
+          cleanup: () => vacuumKind.succeeded({ description: "Cleaned", result }),
+        },
+      },
+    });
+    sim.create({ metadata: { name: "v" }, spec: { config: { vacuum: { bytes: 1 } } } });
+    sim.run();
+    expect(statuses(sim).some((stored) => stored.result !== undefined)).toBe(false);
+    expect(sim.state("v")).toBe("Failed");
+  });
+
   it("a result over maxResultBytes fails the task, naming the field and the limit", async () => {
     const { status } = await run({ bytes: 90_000 });
     expect(status?.state).toBe("Failed");
