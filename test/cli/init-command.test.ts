@@ -1,0 +1,121 @@
+/**
+ * `opstask init`: the names it is given become a project with none of the template's placeholders
+ * left, a bad name is an option error naming the option and the fix, and it never writes over a
+ * project. (test/package/tarball.test.ts installs and runs what it writes.)
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { projectFiles } from "../../src/cli/init/project-files.ts";
+import { pluralOf } from "../../src/cli/init/project-names.ts";
+import { initCommand } from "../../src/cli/init-command.ts";
+import { OptionError } from "../../src/cli/options.ts";
+import { repoRoot } from "../support/cluster.ts";
+
+mkdirSync(join(repoRoot, "tmp"), { recursive: true });
+const dir = mkdtempSync(join(repoRoot, "tmp", "init-command-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const quietly = async (argv: ReadonlyArray<string>) => {
+  const stdout = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
+  try {
+    return await initCommand(argv);
+  } finally {
+    stdout.mockRestore();
+  }
+};
+const optionError = (argv: ReadonlyArray<string>) =>
+  quietly(argv).then(
+    () => "no error",
+    (error: unknown) =>
+      error instanceof OptionError ? error.message : `not an option error: ${String(error)}`,
+  );
+
+describe("opstask init", () => {
+  it("writes the project with the kind's names and no placeholder left", async () => {
+    const target = join(dir, "probe-operator");
+    expect(await quietly([target, "--kind", "BackupPolicy", "--group", "backups.example.org"])).toBe(0);
+    const read = (path: string) => readFileSync(join(target, path), "utf8");
+    const files = [
+      "src/kind.ts",
+      "src/handlers.ts",
+      "src/main.ts",
+      "test/simulate.test.ts",
+      "test/cluster.test.ts",
+    ];
+    for (const file of [...files, "README.md", "tsconfig.json", "vitest.config.ts", ".gitignore"])
+      expect({ file, placeholders: read(file).match(/__[A-Za-z]+__/g) }).toEqual({
+        file,
+        placeholders: null,
+      });
+    expect(read("src/kind.ts")).toContain('export const plural = "backuppolicies";');
+    expect(read("src/kind.ts")).toContain('export const group = "backups.example.org";');
+    expect(read("src/kind.ts")).toContain("export const backupPolicyKind = defineTaskKind({");
+    expect(read("src/kind.ts")).toMatch(/finalizer: `\$\{group\}\/backuppolicy`,/);
+    const manifest = JSON.parse(read("package.json"));
+    expect(manifest).toMatchObject({
+      name: "probe-operator",
+      type: "module",
+      dependencies: { opstask: "^0.1.0" },
+    });
+    expect(manifest.scripts.deploy).toContain("--export backupPolicyKind");
+    expect(Object.keys(manifest.devDependencies)).toEqual(
+      expect.arrayContaining(["vitest", "fast-check", "typescript", "@kubernetes/client-node"]),
+    );
+  });
+
+  it("takes opstask from a tarball path as a file: dependency", async () => {
+    const tarball = join(dir, "opstask-9.9.9.tgz");
+    writeFileSync(tarball, "");
+    const target = join(dir, "from-tarball");
+    expect(await quietly([target, "--opstask", tarball])).toBe(0);
+    expect(JSON.parse(readFileSync(join(target, "package.json"), "utf8")).dependencies.opstask).toBe(
+      `file:${tarball}`,
+    );
+  });
+
+  it("names the option and the fix for a bad name, and writes nothing", async () => {
+    const target = join(dir, "bad");
+    expect(await optionError([target, "--kind", "webhook"])).toBe(
+      '--kind "webhook": give a PascalCase name such as Webhook',
+    );
+    expect(await optionError([target, "--group", "example"])).toBe(
+      '--group "example": give a lower-case DNS name with at least one dot, such as ops.example.com',
+    );
+    expect(await optionError([target, "--version", "1.0"])).toMatch(
+      /^--version "1\.0": give a Kubernetes API version/,
+    );
+    expect(await optionError([target, "--plural", "Web-Hooks"])).toMatch(
+      /^--plural "Web-Hooks": give lower-case/,
+    );
+    expect(await optionError([join(dir, "Bad Name")])).toMatch(
+      /^the directory's name \(or --name\) "Bad Name"/,
+    );
+    expect(await optionError([])).toMatch(/opstask init <dir>/);
+    expect(await optionError([target, "--frobnicate"])).toMatch(/--frobnicate.*opstask init --help/);
+    expect(readdirSync(dir)).not.toContain("bad");
+  });
+
+  it("never writes into a directory that holds anything", async () => {
+    const target = join(dir, "taken");
+    mkdirSync(target);
+    writeFileSync(join(target, "main.ts"), "// mine");
+    expect(await optionError([target])).toMatch(/is not empty: give a new or empty directory/);
+    expect(readdirSync(target)).toEqual(["main.ts"]);
+  });
+
+  it("makes the plural by English's common rules", () => {
+    expect(["Webhook", "Policy", "Patch", "Key", "Box"].map(pluralOf)).toEqual([
+      "webhooks",
+      "policies",
+      "patches",
+      "keys",
+      "boxes",
+    ]);
+  });
+
+  it("fails naming the package when opstask's manifest lacks a version it copies", async () => {
+    const names = { name: "x", kind: "X", group: "a.b", version: "v1", plural: "xs" };
+    await expect(projectFiles(names, { version: "1.0.0" }, "^1.0.0")).rejects.toThrow(/no version of effect/);
+  });
+});
