@@ -10,7 +10,14 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { AppsV1Api, BatchV1Api, CoreV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import {
+  AppsV1Api,
+  BatchV1Api,
+  CoreV1Api,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { resolveImageBinaries } from "../../src/devcluster/images/index.ts";
 import { waitFor } from "../support/wait.ts";
@@ -219,4 +226,37 @@ describe("on-demand snapshots of a 3-member etcd cluster in pods, by the control
     expect(after?.metadata?.name).toBeDefined();
     expect(after?.metadata?.name).not.toBe(beforeName);
   }, 600_000);
+
+  // Last: it makes the etcd's namespace enforce the restricted level, which the etcd pods themselves
+  // (root init containers, hostPath volumes) would not pass if they were created again.
+  it("runs into the restricted Pod Security level with exactly one violation, the Local store's hostPath", async () => {
+    const { kubeConfig, etcd } = lab();
+    const namespace = etcd.spec.namespace;
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    await core.patchNamespace(
+      {
+        name: namespace,
+        body: { metadata: { labels: { "pod-security.kubernetes.io/enforce": "restricted" } } },
+      },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    await createTask(kubeConfig, namespace, "restricted", {
+      onDemandSnapshotCompaction: { timeoutSeconds: 60 },
+    });
+    const refusal = await waitFor(
+      "the Job controller's FailedCreate event of the restricted compaction Job",
+      async () =>
+        (await core.listNamespacedEvent({ namespace })).items.find(
+          (event) => event.involvedObject.name === "restricted-compact" && event.reason === "FailedCreate",
+        )?.message,
+      60_000,
+      250,
+    );
+    expect(refusal).toMatch(
+      /violates PodSecurity "restricted:latest": restricted volume types \(volume "host-storage" uses restricted volume type "hostPath"\)$/,
+    );
+    // The Job fails at its deadline (the task's timeoutSeconds, at least 60 s), and the task with it.
+    const status = await waitForTask(kubeConfig, namespace, "restricted", 180_000);
+    expect(status.state).toBe("Failed");
+  }, 300_000);
 });

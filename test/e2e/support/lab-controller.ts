@@ -121,6 +121,25 @@ export const leaderPod = async (kubeConfig: KubeConfig): Promise<V1Pod | undefin
   return (await controllerPods(kubeConfig)).find((pod) => holder.startsWith(`${pod.metadata?.name ?? ""}_`));
 };
 
+/** The last lines the pod's controller container wrote (its previous run's when it restarted). */
+const lastLog = async (kubeConfig: KubeConfig, pod: V1Pod | undefined): Promise<string> => {
+  const name = pod?.metadata?.name;
+  if (name === undefined) return "(no controller pod)";
+  const restarted = (pod?.status?.containerStatuses?.[0]?.restartCount ?? 0) > 0;
+  try {
+    const log = await kubeConfig.makeApiClient(CoreV1Api).readNamespacedPodLog({
+      namespace: ControllerNamespace,
+      name,
+      container: "controller",
+      tailLines: 20,
+      previous: restarted,
+    });
+    return `--- ${name}${restarted ? " (previous run)" : ""} ---\n${log}`;
+  } catch (error) {
+    return `(no log of ${name}: ${String(error)})`;
+  }
+};
+
 /** Waits until the Deployment has `replicas` Ready pods and the Lease has a holder among them. */
 export const waitForController = async (kubeConfig: KubeConfig, replicas: number, timeoutMs: number) => {
   const apps = kubeConfig.makeApiClient(AppsV1Api);
@@ -135,7 +154,7 @@ export const waitForController = async (kubeConfig: KubeConfig, replicas: number
     if (Date.now() > deadline) {
       const pods = await controllerPods(kubeConfig);
       throw new Error(
-        `the controller has ${deployment.status?.readyReplicas ?? 0}/${replicas} Ready replicas and lease holder ${String(await leaseHolder(kubeConfig))} after ${timeoutMs} ms: ${pods.map(podState).join(" | ")}`,
+        `the controller has ${deployment.status?.readyReplicas ?? 0}/${replicas} Ready replicas and lease holder ${String(await leaseHolder(kubeConfig))} after ${timeoutMs} ms: ${pods.map(podState).join(" | ")}\n${await lastLog(kubeConfig, pods[0])}`,
       );
     }
     await sleep(500);
