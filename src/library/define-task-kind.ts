@@ -108,7 +108,10 @@ export interface TaskResultDefinition<Result> {
    * kind has no result.
    */
   readonly result?: Schema.Codec<Result, unknown>;
-  /** The bound of `status.result` in bytes of JSON (default 8192, at most 262144). */
+  /**
+   * The bound of `status.result` in bytes of JSON (default 8192, at most 16384: a finished task keeps
+   * its result and must still fit the controller's `maxTaskBytes`).
+   */
   readonly maxResultBytes?: number;
   /**
    * The standard conditions written with the final state (type, status, observedGeneration,

@@ -14,8 +14,11 @@ import { failed } from "./outcome.ts";
 /** The default bound of `status.result`, in bytes of JSON. */
 export const DefaultMaxResultBytes = 8192;
 
-/** The largest `maxResultBytes` a kind may set: a result lives in the task object, which etcd bounds. */
-export const MaxResultBytesLimit = 256 * 1024;
+/**
+ * The largest `maxResultBytes` a kind may set: the result stays in the task, and a finished task must
+ * still fit the controller's cache bound (`maxTaskBytes`, default 64 KiB) with its spec and status.
+ */
+export const MaxResultBytesLimit = 16 * 1024;
 
 /** What a kind's `succeeded` takes: a description, and the result when the kind declares one. */
 export type SucceededOutcome<Result> = [Result] extends [never]
