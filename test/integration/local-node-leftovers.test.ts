@@ -5,7 +5,17 @@
  * nothing of the node is left.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
@@ -141,7 +151,21 @@ describe("what a local node leaves behind", () => {
       60_000,
       50,
     );
-    writeFileSync(fifo, "not an image archive");
+    // Non-blocking (ENXIO until the import opens it): never hangs should the start fail otherwise.
+    const writer = await waitFor(
+      "the image import reading the FIFO",
+      () => {
+        try {
+          return openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+        } catch {
+          return undefined;
+        }
+      },
+      30_000,
+      50,
+    );
+    writeSync(writer, "not an image archive");
+    closeSync(writer);
     const error = await outcome;
     expect(error).toBeInstanceOf(Error);
     expect(String(error)).toMatch(/ctr .*images import/);
