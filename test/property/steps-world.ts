@@ -36,6 +36,8 @@ export interface StepsWorld {
     landed: boolean;
   }>;
   fault: Fault | undefined;
+  /** More faults, by write index (for random interleavings); `fault` is checked first. */
+  readonly faults: Map<number, Fault["mode"]>;
   /** Runs and landed progress writes, in the order they happened. */
   readonly log: Array<
     | { readonly kind: "run"; readonly uid: string; readonly step: StepName }
@@ -60,9 +62,11 @@ const faultyOwnTask = (world: StepsWorld, own: OwnTask, uid: string): OwnTask =>
     const index = world.progressWrites.length;
     const write = { annotations, landed: false };
     world.progressWrites.push(write);
-    const fault = world.fault;
+    const queued = world.faults.get(index);
+    const fault = world.fault ?? (queued === undefined ? undefined : { at: index, mode: queued });
     if (fault !== undefined && fault.at === index) {
       world.fault = undefined;
+      world.faults.delete(index);
       // The controller dies before it performs anything more (the result's status write included).
       world.sim.controller.crashAfter(0);
       if (fault.mode === "before") throw new Error("the controller died before the progress write");
@@ -97,6 +101,7 @@ export const makeStepsWorld = (options: { readonly ready?: ReadonlyArray<StepNam
     ready: new Set(options.ready ?? stepNames),
     progressWrites: [],
     fault: undefined,
+    faults: new Map(),
     log: [],
   } as unknown as StepsWorld & { sim: Simulation<Chore> };
   const handler = stepsHandler(choreKind, {

@@ -4,6 +4,7 @@
  * write, a label edit and a deletion at each step boundary, a second task under the same name or from
  * a copy of the first's manifest, and each wait's deadline.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { StepErrorCodes } from "../../src/advanced.ts";
 import {
@@ -210,5 +211,42 @@ describe("resumable steps: progress that names no step of the task", () => {
     expect(error?.code).toBe(StepErrorCodes.progressUnknown);
     expect(error?.description).toContain(`annotation ${completedKey} names step "Teleport"`);
     expect(world.ran).toEqual([]);
+  });
+});
+
+describe("resumable steps: random interleavings of crashes and label edits (fast-check)", () => {
+  const runs = Math.ceil(Number(process.env.OPSTASK_PROPERTY_RUNS ?? 1_000) / 5);
+  it(`the task succeeds, a recorded step never runs again, and only lost writes cost a repeat (${runs} interleavings)`, async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.tuple(fc.integer({ min: 0, max: 6 }), fc.constantFrom("before" as const, "after" as const)),
+          {
+            maxLength: 4,
+          },
+        ),
+        fc.array(fc.integer({ min: 0, max: 30 }), { maxLength: 4 }),
+        async (faults, edits) => {
+          const world = makeStepsWorld();
+          for (const [at, mode] of faults) world.faults.set(at, mode);
+          const editAt = new Set(edits);
+          world.sim.create(chore("t"));
+          let round = 0;
+          await drive(world, "t", () => {
+            round += 1;
+            if (editAt.has(round) && world.sim.exists("t"))
+              world.sim.patch("t", { metadata: { labels: { round: String(round) } } });
+            return false;
+          });
+          expect(world.sim.state("t")).toBe("Succeeded");
+          checkRecordedNeverRunsAgain(world);
+          const lost = world.progressWrites.filter((write) => !write.landed).length;
+          const total = Object.values(runCounts(world, uidOf(world, "t"))).reduce((sum, n) => sum + n, 0);
+          expect(total).toBeGreaterThanOrEqual(4);
+          expect(total).toBeLessThanOrEqual(4 + lost);
+        },
+      ),
+      { numRuns: runs },
+    );
   });
 });
