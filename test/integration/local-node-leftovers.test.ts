@@ -29,7 +29,12 @@ import { containerdPaths, shimProcesses } from "../../src/devcluster/node/contai
 import { startLocalCluster } from "../../src/devcluster/node/local-cluster.ts";
 import { mountsUnder } from "../../src/devcluster/node/mounts.ts";
 import { resolveNodeBinaries } from "../../src/devcluster/node/node-binaries.ts";
-import { readSlotRecords, type SlotRecord, slotRecordPath } from "../../src/devcluster/node/node-slot.ts";
+import {
+  isMountPoint,
+  readSlotRecords,
+  type SlotRecord,
+  slotRecordPath,
+} from "../../src/devcluster/node/node-slot.ts";
 import { sweepDeadNodes } from "../../src/devcluster/node/teardown.ts";
 import { repoRoot } from "../support/cluster.ts";
 import { waitFor } from "../support/wait.ts";
@@ -43,6 +48,8 @@ const running = (pid: number): boolean => {
     return false;
   }
 };
+
+const netnsMountedBefore = readSlotRecords().length === 0 && isMountPoint("/run/netns");
 
 describe("what a local node leaves behind", () => {
   it("nothing when its process dies: a watchdog sweeps up pods, shims, mounts, namespace, routes and cgroup", async () => {
@@ -112,6 +119,8 @@ describe("what a local node leaves behind", () => {
     expect(existsSync(`/sys/class/net/${footprint.hostInterface}`)).toBe(false);
     expect(mountsUnder(footprint.dir)).toEqual([]);
     expect(existsSync(footprint.dir)).toBe(false);
+    // `ip netns add` makes /run/netns a mount point; the last node to go undoes that.
+    if (readSlotRecords().length === 0 && !netnsMountedBefore) expect(isMountPoint("/run/netns")).toBe(false);
   }, 180_000);
 
   it("nothing when its start fails: no control plane, containerd or slot", async () => {

@@ -94,13 +94,15 @@ export function readSlotRecords(): SlotRecord[] {
 /** Takes the lowest free slot (exclusive create of its record); undefined when all are taken. */
 export function claimSlot(ownerPid: number, dir: string): SlotRecord | undefined {
   mkdirSync(SLOT_DIR, { recursive: true, mode: 0o755 });
+  const running = readSlotRecords().find(ownerAlive);
   for (let slot = 1; slot <= MAX_SLOT; slot++) {
     const record: SlotRecord = {
       ...slotOf(slot),
       ownerPid,
       ownerStart: processStart(ownerPid),
       dir,
-      netnsDirMounted: isMountPoint("/run/netns"),
+      // Beside running nodes /run/netns is theirs already: take what the first of them found.
+      netnsDirMounted: running?.netnsDirMounted ?? isMountPoint("/run/netns"),
     };
     let fd: number;
     try {
