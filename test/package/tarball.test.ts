@@ -444,7 +444,7 @@ describe("a project written by opstask init", () => {
   describe("under kubectl", () => {
     const cluster = useControlPlane();
 
-    it("runs src/main.ts on the generated CRD: kubectl wait --for=condition=Succeeded, status.result", async () => {
+    it("runs src/main.ts on the generated CRD under the generated RBAC: kubectl wait --for=condition=Succeeded, status.result", async () => {
       await inScaffold("npm", ["run", "--silent", "crd"], { timeout: 60_000 });
       const files = await inScaffold("npm", ["run", "--silent", "deploy"], { timeout: 60_000 });
       expect(files).toContain("deploy/rbac.yaml");
@@ -455,6 +455,26 @@ describe("a project written by opstask init", () => {
       const env = { KUBECONFIG: plane.kubeconfigPath };
       const kubectl = (...args: ReadonlyArray<string>) =>
         inScaffold("kubectl", ["-n", namespace, ...args], { timeout: 90_000, env });
+      // The controller runs as the Deployment runs it: the generated ServiceAccount and RBAC only,
+      // leader election in its namespace, probes and secure metrics (on free ports here).
+      for (const file of ["namespace.yaml", "serviceaccount.yaml", "rbac.yaml"])
+        await inScaffold("kubectl", ["apply", "--server-side", "-f", join("deploy", file)], {
+          timeout: 90_000,
+          env,
+        });
+      const token = await plane.serviceAccountToken("webhooks-system", "webhooks-controller");
+      const controllerKubeconfig = join(scaffold, "controller.kubeconfig");
+      writeFileSync(
+        controllerKubeconfig,
+        plane.kubeConfigForToken(token, "webhooks-controller").exportConfig(),
+      );
+      const controllerEnv = {
+        KUBECONFIG: controllerKubeconfig,
+        LEADER_ELECTION_ID: "webhooks-controller",
+        POD_NAMESPACE: "webhooks-system",
+        PROBES_ADDRESS: "127.0.0.1:0",
+        METRICS_ADDRESS: "127.0.0.1:0",
+      };
       const server = createServer((request, response) =>
         response.writeHead(request.method === "POST" ? 202 : 405).end(),
       );
@@ -462,7 +482,7 @@ describe("a project written by opstask init", () => {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
       const operator = spawn(process.execPath, ["src/main.ts"], {
         cwd: scaffold,
-        env: { ...process.env, ...env },
+        env: { ...process.env, ...controllerEnv },
         stdio: ["ignore", "pipe", "pipe"],
       });
       let output = "";
@@ -499,6 +519,21 @@ describe("a project written by opstask init", () => {
         expect(
           await kubectl("get", "webhook/shout", "-o", "jsonpath={.status.lastOperation.description}"),
         ).toBe("HI");
+        // It led: the Lease in its namespace names it.
+        expect(
+          await inScaffold(
+            "kubectl",
+            [
+              "-n",
+              "webhooks-system",
+              "get",
+              "lease/webhooks-controller",
+              "-o",
+              "jsonpath={.spec.holderIdentity}",
+            ],
+            { timeout: 30_000, env },
+          ),
+        ).not.toBe("");
       } finally {
         operator.kill("SIGTERM");
         await new Promise<void>((resolve) => server.close(() => resolve()));
