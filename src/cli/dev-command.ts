@@ -4,8 +4,8 @@
  * kube-apiserver + etcd (binaries built once from the Go module proxy and cached), installs opstask's
  * CRDs, starts a real etcd with a real etcd-backup-restore beside it and a demo Etcd `etcd-test` in
  * `default` pointing at them, runs the controller in the foreground, and tells you how to create a
- * task. Ctrl-C stops everything. `--cluster` starts a whole local cluster with a real node instead
- * (src/devcluster/node: kubelet, containerd, kube-proxy, CoreDNS, scheduler, controller-manager).
+ * task. Ctrl-C stops everything. `--cluster` starts the lab instead: a whole local cluster with a real
+ * node, opstask deployed on it from deploy/ and a 3-member etcd with its Etcd (src/devcluster/lab).
  */
 import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
@@ -13,7 +13,8 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type BackupRestore, startBackupRestore } from "../devcluster/backup-restore.ts";
 import { runDevCluster } from "../devcluster/dev.ts";
-import { runDevLocalCluster } from "../devcluster/node/dev-cluster.ts";
+import { ControllerNamespace } from "../devcluster/lab/controller.ts";
+import { EtcdName, startLab } from "../devcluster/lab/start-lab.ts";
 import { createReadyEtcd } from "../devcluster/ready-etcd.ts";
 import { loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { serveController } from "./controller-command.ts";
@@ -98,28 +99,54 @@ const runLocal = async (options: ControllerOptions): Promise<void> => {
   }
 };
 
-/** `--cluster`: the control plane plus a real node, with opstask's CRDs; runs until Ctrl-C. */
-const runLocalCluster = async (): Promise<void> => {
+/**
+ * `--cluster`: the lab (src/devcluster/lab/start-lab.ts) — a real node with the lab images, opstask
+ * deployed from deploy/ (its image built here, 2 replicas, leader election) and a 3-member etcd with
+ * its Etcd — in the foreground until SIGINT/SIGTERM, which stop all of it. 1 when the lab did not start.
+ */
+const runLocalCluster = async (): Promise<number> => {
   const home = join(process.env.OPSTASK_CACHE ?? join(homedir(), ".cache", "opstask"), "dev");
   mkdirSync(home, { recursive: true });
-  await runDevLocalCluster({
-    kubeconfigPath: join(home, "kubeconfig"),
-    crds,
-    onReady: (cluster) => {
+  const started = Date.now();
+  let release: () => void = () => {};
+  const stopped = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  process.once("SIGINT", release);
+  process.once("SIGTERM", release);
+  say("building the images and starting the lab (first run: minutes; Ctrl-C stops)");
+  const lab = startLab({ kubeconfigPath: join(home, "kubeconfig"), log: (line) => say(line) });
+  let code = 0;
+  try {
+    const ready = await Promise.race([lab.ready, stopped.then(() => undefined)]);
+    if (ready !== undefined) {
+      const namespace = ready.etcd.spec.namespace;
+      const opstask = join(repoRoot, "opstask");
       say(
-        `cluster ready in ${cluster.startupMs} ms: node ${cluster.nodeName} (${cluster.nodeAddress}), pods ${cluster.podCidr}, Services ${cluster.serviceCidr}, DNS ${cluster.dnsAddress}`,
+        `ready in ${Date.now() - started} ms ${JSON.stringify(ready.timings)}: node ${ready.cluster.nodeName}, Etcd ${EtcdName} in ${namespace} (${ready.etcd.spec.replicas} members, snapshots in ${ready.etcd.snapshotDir}), opstask in ${ControllerNamespace} (leader ${ready.leaderPod}). In another shell:`,
       );
       process.stderr.write(
         [
-          `  export KUBECONFIG=${cluster.kubeconfigPath}`,
-          "  kubectl get nodes,pods -A",
-          `  ctr --address ${join(cluster.footprint.dir, "containerd", "containerd.sock")} -n k8s.io images import IMAGE.tar`,
-          "loads an image (there is no registry; pods use imagePullPolicy: Never). Ctrl-C stops everything.",
+          `  export KUBECONFIG=${ready.cluster.kubeconfigPath}`,
+          `  ${opstask} snapshot ${EtcdName} -n ${namespace} --type full --wait`,
+          `  ${opstask} get -n ${namespace}`,
+          "  kubectl get pods -A",
+          "Ctrl-C stops everything.",
           "",
         ].join("\n"),
       );
-    },
-  });
+      await stopped;
+    }
+  } catch (error) {
+    say(`the lab did not start: ${error instanceof Error ? error.message : String(error)}`);
+    code = 1;
+  } finally {
+    process.off("SIGINT", release);
+    process.off("SIGTERM", release);
+    say("stopping the lab");
+    await lab.stop();
+  }
+  return code;
 };
 
 const devHelp = (): string =>
@@ -132,9 +159,10 @@ const devHelp = (): string =>
     "controller on it; the kubeconfig is written to ~/.cache/opstask/dev/kubeconfig. With",
     "--kubeconfig it is `opstask controller`. Ctrl-C stops everything.",
     "",
-    "  --cluster    a whole local cluster instead: the control plane plus one real node (kubelet,",
-    "               containerd, kube-proxy, CoreDNS, scheduler, controller-manager; root and",
-    "               scripts/system-deps node needed), opstask's CRDs installed",
+    "  --cluster    the lab instead: the control plane plus one real node (kubelet, containerd,",
+    "               kube-proxy, CoreDNS; root and scripts/system-deps node needed), opstask",
+    "               deployed from deploy/ (its image built here, 2 replicas, leader election) and",
+    "               a 3-member etcd with backup-restore sidecars and its Etcd `etcd-main`",
     "",
     "Options are the controller's:",
     "",
@@ -152,8 +180,7 @@ export const devCommand = async (argv: ReadonlyArray<string>): Promise<number> =
       process.stderr.write(`opstask dev --cluster: no other option is taken yet (got ${rest.join(" ")})\n`);
       return 2;
     }
-    await runLocalCluster();
-    return 0;
+    return runLocalCluster();
   }
   const read = await loadControllerOptions(argv);
   // The task board is on in dev (loopback, a free port; its URL with the token is printed).

@@ -1,48 +1,17 @@
 /**
  * deploy/ (or one of its overlays) applied to a test control plane by server-side apply, as
- * `kubectl apply --server-side -k` would, rendered by test/support/kustomize.ts.
+ * `kubectl apply --server-side -k` would, rendered by src/devcluster/lab/kustomize.ts (the lab's `opstask dev --cluster`
+ * deploys with it too).
  */
-import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import {
-  ApiException,
-  type KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  loadYaml,
-  PatchStrategy,
-} from "@kubernetes/client-node";
-import { type KubeManifest, renderKustomization } from "./kustomize.ts";
+import { deployDir } from "../../src/devcluster/lab/apply-manifests.ts";
+import { type KubeManifest, renderKustomization } from "../../src/devcluster/lab/kustomize.ts";
 
-// Not from ./cluster.ts (which loads vitest): the image check runs this module as a plain script too.
-export const deployDir = fileURLToPath(new URL("../../deploy", import.meta.url));
-
-/** deploy/crds/*.yaml, for `useControlPlane({ crds })`. */
-export const deployCrdFiles: readonly string[] = readdirSync(join(deployDir, "crds"))
-  .filter((file) => file.endsWith(".yaml"))
-  .map((file) => join(deployDir, "crds", file));
-
-/** Server-side apply of `objects`, in order; an object that does not apply fails with its name. */
-export const applyManifests = async (
-  kc: KubeConfig,
-  objects: ReadonlyArray<KubeManifest>,
-  fieldManager = "opstask-test",
-): Promise<void> => {
-  const client = KubernetesObjectApi.makeApiClient(kc);
-  for (const object of objects) {
-    // client-node serialises bodies through its models, which drop wire names such as
-    // `x-kubernetes-int-or-string` from plain objects: load each document into its model first.
-    const body = loadYaml<KubernetesObject & { apiVersion: string; kind: string }>(JSON.stringify(object));
-    try {
-      await client.patch(body, undefined, undefined, fieldManager, true, PatchStrategy.ServerSideApply);
-    } catch (error) {
-      throw new Error(
-        `${object.kind} ${object.metadata.name} did not apply: ${error instanceof ApiException ? String(error.body) : String(error)}`,
-      );
-    }
-  }
-};
+export {
+  applyManifests,
+  deployCrdFiles,
+  deployDir,
+} from "../../src/devcluster/lab/apply-manifests.ts";
 
 /** The objects of a kustomization under deploy/ (`""` for deploy/ itself). */
 export const deployObjects = (overlay = ""): KubeManifest[] => renderKustomization(join(deployDir, overlay));

@@ -1,0 +1,103 @@
+/**
+ * The lab: the local cluster with a node (src/devcluster/node), the images loaded
+ * (src/devcluster/images), a 3-member etcd cluster laid out as druid lays it out
+ * (src/devcluster/etcd-cluster) and the opstask controller deployed from deploy/ (controller.ts).
+ * `opstask dev --cluster`, the e2e tests and the bench scripts start this same lab.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { labEtcdClusterSpec, type RunningEtcdCluster, startEtcdCluster } from "../etcd-cluster/index.ts";
+import { buildLabImagesWithOpstask, type LabImagesWithOpstask } from "../images/index.ts";
+import { type LocalCluster, startLocalCluster } from "../node/local-cluster.ts";
+import { deployCrdFiles } from "./apply-manifests.ts";
+import { deployLabController } from "./controller.ts";
+
+export interface Lab {
+  readonly cluster: LocalCluster;
+  readonly kubeConfig: KubeConfig;
+  readonly images: LabImagesWithOpstask;
+  readonly etcd: RunningEtcdCluster;
+  /** The Lease holder's pod once the controller was Ready. */
+  readonly leaderPod: string;
+  /** Host directory of the store and the members' data; removed by stop(). */
+  readonly dir: string;
+  /** Figures of the bring-up, in ms. */
+  readonly timings: Readonly<Record<string, number>>;
+}
+
+export const EtcdName = "etcd-main";
+
+export interface StartingLab {
+  /** Settles with the lab, or with the first step's error. */
+  readonly ready: Promise<Lab>;
+  /** Stops whatever was started (also while starting or after a failed step) and removes the directory. */
+  stop(): Promise<void>;
+}
+
+export interface LabOptions {
+  /** Where the admin kubeconfig is written (default: inside the control plane's temporary directory). */
+  readonly kubeconfigPath?: string;
+  /** Progress lines (default: none beyond the cluster's own). */
+  readonly log?: (line: string) => void;
+}
+
+export const startLab = (options: LabOptions = {}): StartingLab => {
+  const dir = mkdtempSync(join(tmpdir(), "opstask-lab-"));
+  const say = options.log ?? (() => {});
+  let cluster: LocalCluster | undefined;
+  const timings: Record<string, number> = {};
+  const timed = async <A>(name: string, step: () => Promise<A>): Promise<A> => {
+    const started = Date.now();
+    const result = await step();
+    timings[name] = Date.now() - started;
+    say(`lab: ${name} ready in ${timings[name]} ms`);
+    return result;
+  };
+  const ready = (async (): Promise<Lab> => {
+    const images = await timed("images", () => buildLabImagesWithOpstask());
+    cluster = await timed("cluster", () =>
+      startLocalCluster({
+        ...(options.kubeconfigPath === undefined ? {} : { kubeconfigPath: options.kubeconfigPath }),
+        ...(options.log === undefined ? {} : { log: options.log }),
+        crds: deployCrdFiles,
+        sandboxImage: images.pause,
+        images: [
+          images.busybox.archive,
+          images.etcd.archive,
+          images.etcdbrctl.archive,
+          images.opstask.archive,
+        ],
+      }),
+    );
+    const running = cluster;
+    const kubeConfig = running.makeKubeConfig();
+    const namespace = await running.createNamespace("etcd-lab");
+    const spec = labEtcdClusterSpec({
+      name: EtcdName,
+      namespace,
+      dir,
+      images: { etcd: images.etcd.ref, etcdbrctl: images.etcdbrctl.ref, busybox: images.busybox.ref },
+    });
+    const etcd = await timed("etcd", () => startEtcdCluster(kubeConfig, spec, { timeoutMs: 180_000 }));
+    const leaderPod = await timed("controller", () =>
+      deployLabController(kubeConfig, {
+        image: images.opstask.ref,
+        compactionImage: images.etcdbrctl.ref,
+        storeHostPath: spec.storeHostPath,
+      }),
+    );
+    return { cluster: running, kubeConfig, images, etcd, leaderPod, dir, timings };
+  })();
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      await ready.catch(() => undefined);
+      await cluster?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    })();
+    return stopping;
+  };
+  return { ready, stop };
+};
