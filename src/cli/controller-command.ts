@@ -139,6 +139,7 @@ export const serveController = async (
           fieldManager: controllerFieldManager,
           logLevel: options.logLevel,
           say: (line) => void log(Effect.logWarning(line)),
+          ...(controller.observeSchedule === undefined ? {} : { observe: controller.observeSchedule }),
         }),
       );
       for (const namespace of namespaces)

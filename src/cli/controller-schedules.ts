@@ -10,6 +10,7 @@ import type { ResolveOverride } from "../etcd/backup-restore-http-node.ts";
 import { etcdHandlerLayer } from "../etcd/registry.ts";
 import { defragmentationGuard } from "../etcd/schedule/defragmentation-guard.ts";
 import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
+import type { KubeObject } from "../kube/object.ts";
 import { checkServed } from "../library/start-checks.ts";
 import type { GroupObjects } from "../runtime/group-objects.ts";
 import { runScheduleController, type ScheduleController } from "../schedule/schedule-controller.ts";
@@ -23,6 +24,8 @@ export interface EtcdSchedulesOptions {
   readonly fieldManager: string;
   readonly logLevel: "debug" | "info" | "warn" | "error" | "none";
   readonly say: (line: string) => void;
+  /** The task board's schedule list, when the board is on. */
+  readonly observe?: (key: string, schedule: KubeObject | undefined) => void;
 }
 
 export const startEtcdSchedules = async (
@@ -52,6 +55,7 @@ export const startEtcdSchedules = async (
         targets: [{ kind: etcdOpsTaskKind, guards }],
         fieldManager: options.fieldManager,
         logLevel: options.logLevel,
+        ...(options.observe === undefined ? {} : { observe: options.observe }),
         ...(namespace === undefined ? {} : { namespace }),
       }),
     );

@@ -37,6 +37,7 @@ import { kubernetesLayer } from "../interpreters/kubernetes/layer.ts";
 import { withFieldManager } from "../kube/field-manager.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
 import { loadKubeClient } from "../kube/kubeconfig-loader.ts";
+import type { KubeObject } from "../kube/object.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
 import type { ResourceRef, TaskKind } from "../reconcile/task-kind.ts";
@@ -183,6 +184,11 @@ export interface TaskController {
   readonly requests: RequestCounter;
   /** The task board's URL with its token, when `ui` was given. */
   readonly boardUrl?: string;
+  /**
+   * Feeds the task board's schedule list (when `ui` was given): give it to the schedule controller as
+   * its `observe` (`opstask controller` does).
+   */
+  readonly observeSchedule?: (key: string, schedule: KubeObject | undefined) => void;
   /** Resolves once the controller leads (always, without leader election) and its caches are filled. */
   readonly synced: Promise<void>;
   /** Whether this instance runs the controller (true without leader election). */
@@ -435,7 +441,13 @@ export const runTaskController = async <Task, R = never>(
     synced: started,
     leading: () => leading,
     done,
-    ...(board === undefined ? {} : { boardUrl: board.server.url }),
+    ...(board === undefined
+      ? {}
+      : {
+          boardUrl: board.server.url,
+          observeSchedule: (key: string, schedule: KubeObject | undefined) =>
+            board.schedules.observe(key, schedule, Date.now()),
+        }),
     ...(ops.metricsUrl === undefined ? {} : { metricsUrl: ops.metricsUrl }),
     ...(ops.probesUrl === undefined ? {} : { probesUrl: ops.probesUrl }),
   };

@@ -66,6 +66,11 @@ export interface ScheduleControllerOptions {
   readonly fieldManager?: string;
   readonly counter?: RequestCounter;
   readonly logLevel?: "debug" | "info" | "warn" | "error" | "none";
+  /**
+   * Told after every pass over a schedule what the cache holds of it then (its status as just written),
+   * `undefined` once it is gone: the task board's schedule list.
+   */
+  readonly observe?: (key: string, schedule: KubeObject | undefined) => void;
 }
 
 export interface ScheduleController {
@@ -294,7 +299,19 @@ export const runScheduleController = async (
         yield* queue.dueChanged;
       });
 
+    const observe = options.observe;
     const reconcile = (key: string): Effect.Effect<void> =>
+      observe === undefined
+        ? decideOnce(key)
+        : decideOnce(key).pipe(
+            Effect.ensuring(
+              Effect.sync(() => {
+                const [namespace = "", name = ""] = key.split("/");
+                observe(key, schedules.get(namespace, name));
+              }),
+            ),
+          );
+    const decideOnce = (key: string): Effect.Effect<void> =>
       Effect.gen(function* () {
         const [namespace = "", name = ""] = key.split("/");
         const object = schedules.get(namespace, name);

@@ -9,7 +9,9 @@
  * - `/api/machine.svg`: the machine drawn by Graphviz (the same as `opstask machine --format svg`);
  * - `/api/tasks[?namespace=&kind=&state=&released=true]`: `{ tasks, counts, memory }`;
  * - `/api/tasks/{namespace}/{name}`: one task with its "why" and its recent passes (404 when unknown);
- * - `/api/events`: `snapshot` (every task) on connect, then `tasks` (the changed ones), batched.
+ * - `/api/schedules`: `{ schedules }`, the TaskSchedules of the watched namespaces (board-schedules.ts);
+ * - `/api/events`: `snapshot` (every task) and `schedules` (every schedule) on connect, then `tasks`
+ *   (the changed ones) and `schedules` (`{ schedules: changed, removed: keys }`), batched.
  *
  * SSE viewers are capped (503 beyond `maxViewers`); one that does not read is dropped (its browser
  * reconnects and gets a new snapshot) rather than buffered without end.
@@ -20,6 +22,7 @@ import type { AddressInfo } from "node:net";
 import { http } from "../node-http.ts";
 import { allowedHosts, checkRequest } from "./board-guard.ts";
 import type { TaskDetail, TaskSummary } from "./board-records.ts";
+import type { BoardSchedules } from "./board-schedules.ts";
 import type { BoardStore, ExplainInput } from "./board-store.ts";
 import { boardCss, boardHtml } from "./page/board-html.ts";
 import { boardScript } from "./page/board-script.ts";
@@ -29,6 +32,8 @@ export interface BoardServerOptions {
   /** 0 picks a free port. */
   readonly port: number;
   readonly store: BoardStore;
+  /** The schedules to list; none shown when absent. */
+  readonly schedules?: BoardSchedules;
   readonly explain: (input: ExplainInput, now: number) => string;
   /** What the kind calls an admission group (`etcd`, `house`): a task's detail labels its group so. */
   readonly groupWord?: string;
@@ -102,14 +107,25 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
   let svg: Promise<string> | undefined;
   const guard = { hosts: allowedHosts(options.host), token };
 
+  const dirtySchedules = new Set<string>();
   const flush = (): void => {
-    if (dirty.size === 0 || viewers.size === 0) {
+    if (viewers.size === 0) {
       dirty.clear();
+      dirtySchedules.clear();
       return;
     }
-    const changed = [...dirty].flatMap((uid) => store.summary(uid) ?? []);
-    dirty.clear();
-    broadcast(`event: tasks\ndata: ${JSON.stringify(changed)}\n\n`);
+    if (dirty.size > 0) {
+      const changed = [...dirty].flatMap((uid) => store.summary(uid) ?? []);
+      dirty.clear();
+      broadcast(`event: tasks\ndata: ${JSON.stringify(changed)}\n\n`);
+    }
+    if (dirtySchedules.size > 0 && options.schedules !== undefined) {
+      const keys = [...dirtySchedules];
+      dirtySchedules.clear();
+      const changed = keys.flatMap((key) => options.schedules?.summary(key) ?? []);
+      const removed = keys.filter((key) => options.schedules?.summary(key) === undefined);
+      broadcast(`event: schedules\ndata: ${JSON.stringify({ schedules: changed, removed })}\n\n`);
+    }
   };
   const broadcast = (message: string): void => {
     for (const viewer of viewers) {
@@ -120,14 +136,26 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
   // Changes are batched for `flushMs` from the first one; with nothing changed no timer runs, so an
   // idle controller with the board on still sleeps (the 15 s ping keeps proxies from closing streams).
   let flushTimer: NodeJS.Timeout | undefined;
-  const unsubscribe = store.onChange((uid) => {
-    if (viewers.size === 0) return;
-    dirty.add(uid);
+  const flushSoon = (): void => {
     flushTimer ??= setTimeout(() => {
       flushTimer = undefined;
       flush();
     }, options.flushMs ?? 200).unref();
+  };
+  const unsubscribeTasks = store.onChange((uid) => {
+    if (viewers.size === 0) return;
+    dirty.add(uid);
+    flushSoon();
   });
+  const unsubscribeSchedules = options.schedules?.onChange((key) => {
+    if (viewers.size === 0) return;
+    dirtySchedules.add(key);
+    flushSoon();
+  });
+  const unsubscribe = (): void => {
+    unsubscribeTasks();
+    unsubscribeSchedules?.();
+  };
   const pingTimer = setInterval(() => broadcast(": ping\n\n"), 15_000);
   pingTimer.unref();
 
@@ -138,6 +166,10 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
     }
     response.writeHead(200, { ...securityHeaders, "content-type": "text/event-stream; charset=utf-8" });
     response.write(`retry: 2000\nevent: snapshot\ndata: ${JSON.stringify(store.summaries())}\n\n`);
+    if (options.schedules !== undefined)
+      response.write(
+        `event: schedules\ndata: ${JSON.stringify({ schedules: options.schedules.summaries(), removed: [], all: true })}\n\n`,
+      );
     viewers.add(response);
     response.on("close", () => viewers.delete(response));
   };
@@ -161,6 +193,7 @@ export const startBoardServer = async (options: BoardServerOptions): Promise<Boa
         counts: store.counts(),
         memory: { tasks: store.size, bytes: store.bytes },
       });
+    if (path === "/api/schedules") return jsonReply(200, { schedules: options.schedules?.summaries() ?? [] });
     const one = /^\/api\/tasks\/([^/]+)\/([^/]+)$/.exec(path);
     if (one !== null) {
       const key = `${decodeURIComponent(one[1] ?? "")}/${decodeURIComponent(one[2] ?? "")}`;

@@ -1,12 +1,14 @@
 /**
  * The live task board (`opstask controller --ui ADDRESS`): a page served by the controller itself that
  * draws the lifecycle machine from its definition with the number of tasks in each state, lists the
- * tasks, and shows one task's passes as they happen. Nothing leaves the machine: the page, its script
- * and the machine's drawing (Graphviz compiled to WebAssembly) are all served from here.
+ * tasks and the TaskSchedules (with their next run times), and shows one task's passes as they happen.
+ * Nothing leaves the machine: the page, its script and the machine's drawing (Graphviz compiled to
+ * WebAssembly) are all served from here.
  *
  * It is fed through what a controller already offers: `passTransitions` of `ControllerObserver`, and
  * decorated services (recording.ts) for what a pass did. The caller runs the controller with
- * `board.kind`, `board.handlers(…)` and `board.layer(…)` in place of its own.
+ * `board.kind`, `board.handlers(…)` and `board.layer(…)` in place of its own, and gives
+ * `board.schedules.observe` to the schedule controller as its `observe`.
  */
 
 import type * as Layer from "effect/Layer";
@@ -20,6 +22,7 @@ import { machineSvg } from "../machine/export.ts";
 import { taskMachine } from "../machine/task-machine.ts";
 import type { TaskKind } from "../reconcile/task-kind.ts";
 import type { ControllerObserver } from "../runtime/metrics.ts";
+import { BoardSchedules } from "./board-schedules.ts";
 import { type BoardServer, startBoardServer } from "./board-server.ts";
 import { type BoardLimits, BoardStore, type ExplainInput } from "./board-store.ts";
 import { recordingHandlers, recordingKind, recordingLayer } from "./recording.ts";
@@ -37,6 +40,8 @@ export interface TaskBoardOptions<Task> {
 export interface TaskBoard<Task> {
   readonly server: BoardServer;
   readonly store: BoardStore;
+  /** The schedules the board lists, fed by the schedule controller's `observe`. */
+  readonly schedules: BoardSchedules;
   readonly observer: Required<Pick<ControllerObserver, "passTransitions">>;
   /** The task kind to run the controller with (reports each task it decodes). */
   readonly kind: TaskKind<Task>;
@@ -82,9 +87,11 @@ export const startTaskBoard = async <Task>(options: TaskBoardOptions<Task>): Pro
   if (target === undefined)
     throw new Error(`invalid task board address "${options.address}": expected HOST:PORT, :PORT or PORT`);
   const store = new BoardStore(options.limits);
+  const schedules = new BoardSchedules(undefined, options.limits?.maxText);
   const server = await startBoardServer({
     ...target,
     store,
+    schedules,
     explain: options.explain ?? defaultExplain,
     groupWord: options.kind.vocabulary.group,
     machineSvg,
@@ -94,6 +101,7 @@ export const startTaskBoard = async <Task>(options: TaskBoardOptions<Task>): Pro
   return {
     server,
     store,
+    schedules,
     observer: { passTransitions: (task, pass) => store.passEnded(task, pass, Date.now()) },
     kind: recordingKind(options.kind, store),
     handlers: (handlers) => recordingHandlers(handlers, options.kind, store),

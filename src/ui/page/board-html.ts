@@ -40,6 +40,14 @@ export const boardHtml = `<!DOCTYPE html>
       </table>
       <p id="empty" hidden>No task matches.</p>
     </section>
+    <section id="schedules-panel">
+      <h2>Schedules <small>TaskSchedules of the watched namespaces</small></h2>
+      <table id="schedules" data-test="schedules">
+        <thead><tr><th>Namespace</th><th>Name</th><th>Cron</th><th>Time zone</th><th>Suspended</th><th>Active</th><th>Last schedule</th><th>Last success</th><th>Next run</th><th>Skipped</th></tr></thead>
+        <tbody></tbody>
+      </table>
+      <p id="no-schedules">No schedule.</p>
+    </section>
     <section id="detail-panel" hidden data-test="detail">
       <h2 id="detail-title"></h2>
       <p id="detail-why" data-test="why"></p>
@@ -64,7 +72,7 @@ header h1 { font-size: 16px; margin: 0; } header h1 span { font-weight: 400; col
 #live.online { background: var(--ok); } #live.offline { background: var(--bad); }
 main { display: grid; grid-template-columns: minmax(320px, 35%) minmax(0, 1fr); grid-template-rows: auto auto; gap: 12px; padding: 12px; }
 section { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; min-width: 0; }
-#machine-panel { grid-row: 1 / span 2; overflow: auto; max-height: calc(100vh - 70px); }
+#machine-panel { grid-row: 1 / span 3; overflow: auto; max-height: calc(100vh - 70px); }
 h2 { font-size: 14px; margin: 0 0 8px; } h2 small, h3 small { color: var(--muted); font-weight: 400; }
 h3 { font-size: 13px; margin: 12px 0 4px; }
 #machine svg { width: 100%; height: auto; }
@@ -78,7 +86,9 @@ input, select { font: inherit; padding: 3px 6px; border: 1px solid var(--line); 
 table { width: 100%; border-collapse: collapse; }
 th, td { text-align: left; padding: 4px 6px; border-bottom: 1px solid var(--line); white-space: nowrap; }
 td[data-col=lastError] { white-space: normal; overflow-wrap: break-word; color: var(--bad); min-width: 160px; max-width: 300px; }
-#tasks-panel { overflow-x: auto; }
+#tasks-panel, #schedules-panel { overflow-x: auto; }
+#schedules tbody tr { cursor: default; }
+td[data-col=skipped] { white-space: normal; overflow-wrap: break-word; color: var(--warn); min-width: 160px; max-width: 300px; }
 tbody tr { cursor: pointer; } tbody tr:hover { background: #f0f4ff; } tbody tr.selected { background: #dbe7ff; }
 tr.released td { color: var(--muted); text-decoration: line-through; }
 .state-Succeeded { color: var(--ok); font-weight: 600; } .state-Failed, .state-Rejected { color: var(--bad); font-weight: 600; }

@@ -12,6 +12,7 @@ export const boardScript = `"use strict";
   const $ = (id) => document.getElementById(id);
   const SVG = "http://www.w3.org/2000/svg";
   const tasks = new Map(); // key -> summary
+  const schedules = new Map(); // key -> schedule summary
   let selected = new URLSearchParams(location.hash.slice(1)).get("task") || "";
   let detailTimer = 0;
   const nodes = new Map(); // machine state path -> <g>
@@ -159,6 +160,26 @@ export const boardScript = `"use strict";
     paintMachine();
   };
 
+  // ---- the schedules ----------------------------------------------------------------------------
+  const renderSchedules = () => {
+    const rows = [...schedules.values()]
+      .sort((a, b) => a.key.localeCompare(b.key))
+      .map((s) => {
+        const row = el("tr", { "data-key": s.key });
+        const cells = [
+          ["namespace", s.namespace], ["name", s.name], ["cron", s.schedule], ["timeZone", s.timeZone],
+          ["suspended", s.suspended ? "yes" : "no"], ["active", s.active.join(", ")],
+          ["lastSchedule", s.lastScheduleTime], ["lastSuccess", s.lastSuccessfulTime],
+          ["nextRun", s.suspended ? "(suspended)" : s.nextRunTime],
+          ["skipped", [s.notReady, ...s.skippedRuns].filter((text) => text !== "").join("; ")],
+        ];
+        for (const [col, value] of cells) row.append(el("td", { "data-col": col }, value));
+        return row;
+      });
+    $("schedules").tBodies[0].replaceChildren(...rows);
+    $("no-schedules").hidden = rows.length > 0;
+  };
+
   // ---- one task ---------------------------------------------------------------------------------
   const select = (key) => {
     selected = key;
@@ -233,6 +254,12 @@ export const boardScript = `"use strict";
       for (const task of JSON.parse(data)) tasks.set(task.key, task);
       renderList();
       detailSoon();
+    } else if (event === "schedules") {
+      const update = JSON.parse(data);
+      if (update.all) schedules.clear();
+      for (const schedule of update.schedules) schedules.set(schedule.key, schedule);
+      for (const key of update.removed) schedules.delete(key);
+      renderSchedules();
     } else if (event === "tasks") {
       let touched = false;
       for (const task of JSON.parse(data)) {
