@@ -123,7 +123,7 @@ const runLocalCluster = async (): Promise<number> => {
       const namespace = ready.etcd.spec.namespace;
       const opstask = join(repoRoot, "opstask");
       say(
-        `ready in ${Date.now() - started} ms ${JSON.stringify(ready.timings)}: node ${ready.cluster.nodeName}, Etcd ${EtcdName} in ${namespace} (${ready.etcd.spec.replicas} members, snapshots in ${ready.etcd.snapshotDir}), opstask in ${ControllerNamespace} (leader ${ready.leaderPod}). In another shell:`,
+        `ready in ${Date.now() - started} ms ${JSON.stringify(ready.timings)}: node ${ready.cluster.nodeName} (netns ${ready.cluster.netns}), Etcd ${EtcdName} in ${namespace} (${ready.etcd.spec.replicas} members, snapshots in ${ready.etcd.snapshotDir}), opstask in ${ControllerNamespace} (leader ${ready.leaderPod}). In another shell:`,
       );
       process.stderr.write(
         [
