@@ -41,12 +41,16 @@ export const completionFlags: Readonly<Record<string, ReadonlyArray<string>>> = 
   wait: ["--wait-timeout", ...common],
   delete: ["-l", "--selector", "--wait", "--wait-timeout", ...common],
   history: ["-o", "--output", ...common],
+  schedule: ["-f", "-o", "--kubeconfig", "--context", "-n", "--namespace", "-h", "--help"],
   machine: ["--format", "-h", "--help"],
   completion: ["-h", "--help"],
 };
 
-/** Commands without a flag table here take the controller's flags (controller, dev). */
-const commands = [
+/**
+ * Every command `opstask --help` lists (a test checks); those without a flag table here take the
+ * controller's flags (controller, dev) or none.
+ */
+export const completionCommands = [
   "controller",
   "dev",
   "machine",
@@ -58,9 +62,19 @@ const commands = [
   "wait",
   "delete",
   "history",
+  "schedule",
+  "crd",
+  "deploy-artifacts",
+  "bundle",
+  "init",
+  "version",
   "completion",
   "help",
 ];
+
+/** `schedule`'s verbs (its second word) and its `-o` values. */
+const scheduleVerbs = "create get describe suspend resume trigger";
+const scheduleOutputs = "json yaml";
 
 /** Flag → its fixed values. */
 const flagValues: Readonly<Record<string, string>> = {
@@ -88,10 +102,20 @@ export const bashCompletion = (program: string): string => {
 ${fn}() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}"
   if [[ $COMP_CWORD -eq 1 ]]; then
-    COMPREPLY=($(compgen -W "${commands.join(" ")}" -- "$cur"))
+    COMPREPLY=($(compgen -W "${completionCommands.join(" ")}" -- "$cur"))
     return
   fi
   local command="\${COMP_WORDS[1]}"
+  if [[ "$command" == schedule ]]; then
+    if [[ $COMP_CWORD -eq 2 ]]; then
+      COMPREPLY=($(compgen -W "${scheduleVerbs}" -- "$cur"))
+      return
+    fi
+    case "$prev" in
+      -o) COMPREPLY=($(compgen -W "${scheduleOutputs}" -- "$cur")); return ;;
+      -f) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    esac
+  fi
   case "$prev" in
 ${valueCases}
     --kubeconfig|--config) COMPREPLY=($(compgen -f -- "$cur")); return ;;

@@ -37,7 +37,7 @@ Verbs:
   resume NAME              create runs again; a missed time runs once, the most recent only
   trigger NAME             create a run now, named for this minute as the schedule names its runs
 
-Every verb takes --kubeconfig FILE, --context NAME and -n/--namespace NS.
+Every verb takes --kubeconfig FILE, --context NAME and -n/--namespace NS; -h, --help prints this.
 `;
 
 const decodeSpec = SchemaParser.decodeUnknownResult(ScheduleSpec, { errors: "all" });
