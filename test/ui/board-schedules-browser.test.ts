@@ -3,8 +3,10 @@
  * process (`opstask controller --ui 127.0.0.1:0`) on a local control plane with the TaskSchedule CRD:
  * a schedule appears with its cron, time zone and the next run time the controller wrote to its
  * status, a suspended one says so, and a schedule whose author text carries markup shows it as text.
+ * A screenshot goes to test-artifacts/task-board/schedules.png (git-ignored).
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,6 +22,7 @@ const crds = [
 const cluster = useControlPlane({ crds });
 const schedulesApi = { group: "opstask.gardener.cloud", version: "v1alpha1", plural: "taskschedules" };
 const namespace = "default";
+const artifacts = join(repoRoot, "test-artifacts", "task-board");
 const hostile = '<img src=x onerror="window.__injected=1">';
 
 /** The row of a schedule as the page shows it, by column. */
@@ -168,6 +171,9 @@ describe("the task board's schedules in a browser", () => {
     expect(await page.evaluate<number>("document.querySelectorAll('#schedules img').length")).toBe(0);
     expect(await page.evaluate<boolean>("window.__injected === 1")).toBe(false);
     expect(await page.evaluate<boolean>("document.getElementById('no-schedules').hidden")).toBe(true);
+
+    mkdirSync(artifacts, { recursive: true });
+    await page.screenshot(join(artifacts, "schedules.png"));
 
     // Deleted: the row goes.
     await api.deleteNamespacedCustomObject({ ...schedulesApi, namespace, name: "paused" });

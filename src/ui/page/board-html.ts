@@ -43,7 +43,7 @@ export const boardHtml = `<!DOCTYPE html>
     <section id="schedules-panel">
       <h2>Schedules <small>TaskSchedules of the watched namespaces</small></h2>
       <table id="schedules" data-test="schedules">
-        <thead><tr><th>Namespace</th><th>Name</th><th>Cron</th><th>Time zone</th><th>Suspended</th><th>Active</th><th>Last schedule</th><th>Last success</th><th>Next run</th><th>Skipped</th></tr></thead>
+        <thead><tr><th>Namespace</th><th>Name</th><th>Cron</th><th>Time zone</th><th>Next run</th><th>Suspended</th><th>Active</th><th>Last schedule</th><th>Last success</th><th>Skipped or not ready</th></tr></thead>
         <tbody></tbody>
       </table>
       <p id="no-schedules">No schedule.</p>
@@ -88,6 +88,7 @@ th, td { text-align: left; padding: 4px 6px; border-bottom: 1px solid var(--line
 td[data-col=lastError] { white-space: normal; overflow-wrap: break-word; color: var(--bad); min-width: 160px; max-width: 300px; }
 #tasks-panel, #schedules-panel { overflow-x: auto; }
 #schedules tbody tr { cursor: default; }
+td[data-col=timeZone] { white-space: normal; overflow-wrap: break-word; max-width: 200px; }
 td[data-col=skipped] { white-space: normal; overflow-wrap: break-word; color: var(--warn); min-width: 160px; max-width: 300px; }
 tbody tr { cursor: pointer; } tbody tr:hover { background: #f0f4ff; } tbody tr.selected { background: #dbe7ff; }
 tr.released td { color: var(--muted); text-decoration: line-through; }

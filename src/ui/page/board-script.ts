@@ -168,9 +168,8 @@ export const boardScript = `"use strict";
         const row = el("tr", { "data-key": s.key });
         const cells = [
           ["namespace", s.namespace], ["name", s.name], ["cron", s.schedule], ["timeZone", s.timeZone],
-          ["suspended", s.suspended ? "yes" : "no"], ["active", s.active.join(", ")],
-          ["lastSchedule", s.lastScheduleTime], ["lastSuccess", s.lastSuccessfulTime],
-          ["nextRun", s.suspended ? "(suspended)" : s.nextRunTime],
+          ["nextRun", s.suspended ? "(suspended)" : s.nextRunTime], ["suspended", s.suspended ? "yes" : "no"],
+          ["active", s.active.join(", ")], ["lastSchedule", s.lastScheduleTime], ["lastSuccess", s.lastSuccessfulTime],
           ["skipped", [s.notReady, ...s.skippedRuns].filter((text) => text !== "").join("; ")],
         ];
         for (const [col, value] of cells) row.append(el("td", { "data-col": col }, value));
