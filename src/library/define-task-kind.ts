@@ -25,6 +25,7 @@ import type {
   TaskMeta,
   UndecodedFacts,
 } from "../reconcile/task-kind.ts";
+import { configMember } from "./config-union.ts";
 import {
   checkMaxResultBytes,
   DefaultMaxResultBytes,
@@ -206,15 +207,8 @@ const schemaDecoder = <Task>(
   };
 };
 
-/**
- * The kind's `TaskKind`, plus its `succeeded`. A bad `conditions` name or `maxResultBytes` is a
- * RangeError naming the field.
- */
-export const defineTaskKind = <
-  Task extends { readonly metadata: TaskMeta },
-  Encoded = unknown,
-  Result = never,
->(
+/** The full form: the kind from its object schema (or decode) and its accessors. */
+const defineFullTaskKind = <Task extends { readonly metadata: TaskMeta }, Encoded = unknown, Result = never>(
   definition: TaskKindDefinition<Task, Encoded, Result>,
 ): LibraryTaskKind<Task, SpecOf<Encoded>, Result> => {
   const { admissionGroup, member, status, ttlSeconds } = definition;
@@ -257,3 +251,115 @@ export const defineTaskKind = <
     },
   };
 };
+
+/** What the short form needs of a spec: a TTL and a `configUnion` config. */
+export interface TaskSpecShape {
+  readonly ttlSecondsAfterFinished: number;
+  readonly config: { readonly kind: string };
+}
+
+/** A spec schema the short form takes (`Schema.Struct({ ttlSecondsAfterFinished, config })`). */
+export type TaskSpecSchema = Schema.Top & Schema.ConstraintCodec<TaskSpecShape, unknown, never, unknown>;
+
+/** The object schema the short form derives: the spec with opstask's metadata and status. */
+const taskObjectSchema = <Spec extends TaskSpecSchema>(spec: Spec) =>
+  Schema.Struct({ metadata: ObjectMeta, spec, status: Schema.optionalKey(TaskStatusSchema) });
+
+/** The task of a short-form kind: the decoded spec with opstask's metadata and status. */
+export interface SpecTask<Spec> {
+  readonly metadata: ObjectMeta;
+  readonly spec: Spec;
+  readonly status?: TaskStatus;
+}
+
+/** The derived object schema of a spec schema; its `Type` is the task handlers get. */
+export type TaskObjectSchema<Spec extends TaskSpecSchema> = ReturnType<typeof taskObjectSchema<Spec>>;
+
+/**
+ * The short form: names, the spec schema and what is the author's own; the object schema, `plural`,
+ * `finalizer` and the accessors (TTL from `spec.ttlSecondsAfterFinished`, member from `spec.config`,
+ * the status) are derived.
+ */
+export interface SpecTaskKindDefinition<Spec extends TaskSpecSchema, Result = never>
+  extends TaskResultDefinition<Result>,
+    Pick<
+      TaskKindAccessors<SpecTask<Spec["Type"]>>,
+      | "group"
+      | "version"
+      | "kind"
+      | "vocabulary"
+      | "defaultTtlSeconds"
+      | "admissionGroup"
+      | "readTtlSeconds"
+      | "cachedMetadata"
+      | "rbacRules"
+    > {
+  /** The spec's schema: `config` a `configUnion`, `ttlSecondsAfterFinished` a number. */
+  readonly spec: Spec;
+  /** Default: the kind in lower case plus `s` (`Greeting` → `greetings`). */
+  readonly plural?: string;
+  /** Default: `<group>/<kind in kebab case>` (`BackupPolicy` → `<group>/backup-policy`). */
+  readonly finalizer?: string;
+  /** The CRD's short names (`kubectl get greet`), which the task CLI's `--kind` accepts too. */
+  readonly shortNames?: ReadonlyArray<string>;
+  readonly schema?: never;
+  readonly decode?: never;
+}
+
+/** A kind from the short form: also its spec and object schemas and short names, for `taskCrd(kind)`. */
+export interface SpecTaskKind<Spec extends TaskSpecSchema, Result = never>
+  extends LibraryTaskKind<SpecTask<Spec["Type"]>, Spec["Encoded"], Result> {
+  readonly specSchema: Spec;
+  /** The object schema: `typeof kind.schema.Type` is the task type. */
+  readonly schema: TaskObjectSchema<Spec>;
+  readonly shortNames?: ReadonlyArray<string>;
+}
+
+/** `BackupPolicy` → `backup-policy`. */
+const kebabCase = (name: string): string =>
+  name
+    .replace(/([a-z0-9])([A-Z])/g, "$1-$2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1-$2")
+    .toLowerCase();
+
+const defineSpecTaskKind = (
+  definition: SpecTaskKindDefinition<TaskSpecSchema, unknown>,
+): SpecTaskKind<TaskSpecSchema, unknown> => {
+  const { spec, plural, finalizer, shortNames, ...rest } = definition;
+  const schema = taskObjectSchema(spec);
+  const kind = defineFullTaskKind<SpecTask<TaskSpecShape>, unknown, unknown>({
+    ...rest,
+    plural: plural ?? `${definition.kind.toLowerCase()}s`,
+    finalizer: finalizer ?? `${definition.group}/${kebabCase(definition.kind)}`,
+    schema,
+    ttlSeconds: (task) => task.spec.ttlSecondsAfterFinished,
+    member: (task) => configMember(task.spec.config),
+    status: (task) => task.status,
+  });
+  return { ...kind, specSchema: spec, schema, ...(shortNames === undefined ? {} : { shortNames }) };
+};
+
+/**
+ * The kind's `TaskKind`, plus its `succeeded`: from the spec schema alone (the short form), or from
+ * the object schema and accessors (the full form). A bad `conditions` name or `maxResultBytes` is a
+ * RangeError naming the field.
+ */
+export function defineTaskKind<Spec extends TaskSpecSchema, Result = never>(
+  definition: SpecTaskKindDefinition<Spec, Result>,
+): SpecTaskKind<Spec, Result>;
+export function defineTaskKind<
+  Task extends { readonly metadata: TaskMeta },
+  Encoded = unknown,
+  Result = never,
+>(definition: TaskKindDefinition<Task, Encoded, Result>): LibraryTaskKind<Task, SpecOf<Encoded>, Result>;
+export function defineTaskKind(
+  definition:
+    | SpecTaskKindDefinition<TaskSpecSchema, unknown>
+    | TaskKindDefinition<TaskMetaOnly, unknown, unknown>,
+): SpecTaskKind<TaskSpecSchema, unknown> | LibraryTaskKind<TaskMetaOnly, unknown, unknown> {
+  return "spec" in definition && definition.spec !== undefined
+    ? defineSpecTaskKind(definition)
+    : defineFullTaskKind(definition as TaskKindDefinition<TaskMetaOnly, unknown, unknown>);
+}
+
+type TaskMetaOnly = { readonly metadata: TaskMeta };

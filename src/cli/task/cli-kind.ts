@@ -56,6 +56,7 @@ const storedForm = (manifest: ManifestObject, namespace: string): object => {
 };
 
 export interface CliKindOptions<Task> {
+  /** Default: the kind's short names (`defineTaskKind`'s short form). */
   readonly aliases?: ReadonlyArray<string>;
   readonly groupHeader?: string;
   /** Default: the config member that selects the handler. */
@@ -63,12 +64,15 @@ export interface CliKindOptions<Task> {
 }
 
 /** The CLI's view of `kind`. */
-export const cliKindOf = <Task>(kind: TaskKind<Task>, options: CliKindOptions<Task> = {}): CliKind => ({
+export const cliKindOf = <Task>(
+  kind: TaskKind<Task> & { readonly shortNames?: ReadonlyArray<string> },
+  options: CliKindOptions<Task> = {},
+): CliKind => ({
   resource: kind.resource,
   finalizer: kind.finalizer,
   vocabulary: kind.vocabulary,
   defaultTtlSeconds: kind.defaultTtlSeconds,
-  aliases: options.aliases ?? [],
+  aliases: options.aliases ?? kind.shortNames ?? [],
   groupHeader: options.groupHeader ?? "GROUP",
   facts: (object) => readFacts(kind, object),
   summary: (object) => {

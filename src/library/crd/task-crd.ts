@@ -130,12 +130,39 @@ const wholeObjectError = (converted: OpenApiSchema): ReadonlyArray<string> => {
       ];
 };
 
-/** The CRD of `kind`, whose objects' `spec` is `spec` (e.g. `MyTaskSchema.fields.spec`). */
-export const taskCrd = <S extends Schema.Top>(
-  kind: Pick<TaskKind<unknown>, "resource" | "conditions" | "resultSchema">,
+type CrdKind = Pick<TaskKind<unknown>, "resource" | "conditions" | "resultSchema">;
+
+/** A kind that carries its spec schema and short names (`defineTaskKind`'s short form). */
+export interface CrdKindWithSpec extends CrdKind {
+  readonly specSchema: Schema.Top;
+  readonly shortNames?: ReadonlyArray<string>;
+}
+
+/**
+ * The CRD of `kind`: a short-form kind as is (its spec schema and short names are its own), or any
+ * kind with the schema of its objects' `spec` (e.g. `MyTaskSchema.fields.spec`).
+ */
+export function taskCrd(kind: CrdKindWithSpec, options?: TaskCrdOptions): TaskCrdResult;
+export function taskCrd<S extends Schema.Top>(
+  kind: CrdKind,
   spec: S & SpecOnly<S>,
-  options: TaskCrdOptions = {},
-): TaskCrdResult => {
+  options?: TaskCrdOptions,
+): TaskCrdResult;
+export function taskCrd(
+  kind: CrdKind | CrdKindWithSpec,
+  specOrOptions?: Schema.Top | TaskCrdOptions,
+  maybeOptions?: TaskCrdOptions,
+): TaskCrdResult {
+  if (specOrOptions !== undefined && "ast" in specOrOptions)
+    return crdOf(kind, specOrOptions, maybeOptions ?? {});
+  const options = specOrOptions ?? {};
+  if (!("specSchema" in kind))
+    return { ok: false, errors: ["spec: the kind has no spec schema; pass it (taskCrd(kind, MySpec))"] };
+  const shortNames = options.shortNames ?? kind.shortNames;
+  return crdOf(kind, kind.specSchema, { ...options, ...(shortNames === undefined ? {} : { shortNames }) });
+}
+
+const crdOf = (kind: CrdKind, spec: Schema.Top, options: TaskCrdOptions): TaskCrdResult => {
   const specSchema = structuralSchema(spec, "spec");
   if (specSchema.ok && wholeObjectError(specSchema.schema).length > 0)
     return { ok: false, errors: wholeObjectError(specSchema.schema) };
