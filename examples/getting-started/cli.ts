@@ -6,6 +6,7 @@
 import { cliKindOf, taskCli } from "opstask/cli";
 import { greetingKind } from "./greeting.ts";
 
-const greetings = cliKindOf(greetingKind, { aliases: ["greet"] });
+// `--kind greet` works too: the kind's short name.
+const greetings = cliKindOf(greetingKind);
 // `program` is how the usage texts and hints name this CLI (default: the script's file name).
 process.exitCode = await taskCli([greetings], { program: "node cli.ts" })(process.argv.slice(2));

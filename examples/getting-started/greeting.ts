@@ -1,10 +1,12 @@
 /**
  * Step 1 of docs/library.md: the task resource. One Effect Schema describes a `Greeting`'s spec; the
  * controller decodes with it and the CRD is generated from it, so the two cannot disagree. The
- * config union has two members, each selecting its own handler (handlers.ts).
+ * config union has two members, each selecting its own handler (handlers.ts). `defineTaskKind`
+ * derives the rest: plural `greetings`, finalizer `getting-started.opstask.dev/greeting`, metadata
+ * and status.
  */
 import * as Schema from "effect/Schema";
-import { configMember, configUnion, defineTaskKind, ObjectMeta, TaskStatusSchema } from "opstask";
+import { configUnion, defineTaskKind } from "opstask";
 import { taskCrd, withDefault } from "opstask/crd";
 
 /** `spec.config.hello`: greet someone. */
@@ -25,24 +27,14 @@ export const GreetingSpec = Schema.Struct({
   config: configUnion({ hello: Hello, sum: Sum }, { description: "What to do; exactly one member." }),
 });
 
-export const GreetingSchema = Schema.Struct({
-  metadata: ObjectMeta,
-  spec: GreetingSpec,
-  status: Schema.optionalKey(TaskStatusSchema),
-});
-export type Greeting = typeof GreetingSchema.Type;
-
 export const greetingKind = defineTaskKind({
   group: "getting-started.opstask.dev",
   version: "v1alpha1",
   kind: "Greeting",
-  plural: "greetings",
-  finalizer: "getting-started.opstask.dev/greeting",
-  schema: GreetingSchema,
-  ttlSeconds: (task) => task.spec.ttlSecondsAfterFinished,
-  member: (task) => configMember(task.spec.config),
-  status: (task) => task.status,
+  spec: GreetingSpec,
+  shortNames: ["greet"],
 });
+export type Greeting = typeof greetingKind.schema.Type;
 
 /** `opstask crd --module greeting.ts --export crd` prints it as YAML for `kubectl apply -f -`. */
-export const crd = taskCrd(greetingKind, GreetingSpec, { description: "A greeting, done once." });
+export const crd = taskCrd(greetingKind, { description: "A greeting, done once." });
