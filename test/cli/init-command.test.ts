@@ -51,7 +51,7 @@ describe("opstask init", () => {
     expect(read("src/kind.ts")).toContain('export const plural = "backuppolicies";');
     expect(read("src/kind.ts")).toContain('export const group = "backups.example.org";');
     expect(read("src/kind.ts")).toContain("export const backupPolicyKind = defineTaskKind({");
-    expect(read("src/kind.ts")).toMatch(/finalizer: `\$\{group\}\/backuppolicy`,/);
+    expect(read("src/kind.ts")).toContain("  spec: BackupPolicySpec,\n");
     const manifest = JSON.parse(read("package.json"));
     expect(manifest).toMatchObject({
       name: "probe-operator",

@@ -46,7 +46,6 @@ const fill = (text: string, names: ProjectNames): string =>
   text
     .replaceAll("__Kind__", names.kind)
     .replaceAll("__kind__", names.kind.charAt(0).toLowerCase() + names.kind.slice(1))
-    .replaceAll("__finalizer__", names.kind.toLowerCase())
     .replaceAll("__group__", names.group)
     .replaceAll("__version__", names.version)
     .replaceAll("__plural__", names.plural)
