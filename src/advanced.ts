@@ -47,9 +47,14 @@ export type { ConfigMembers, UnsupportedConfig } from "./library/config-union.ts
 export {
   decodeFailure,
   type LibraryTaskKind,
+  type SpecTask,
+  type SpecTaskKind,
+  type SpecTaskKindDefinition,
   type TaskKindAccessors,
   type TaskResultDefinition,
   type TaskSource,
+  type TaskSpecSchema,
+  type TaskSpecShape,
 } from "./library/define-task-kind.ts";
 export type { MemberOf } from "./library/handlers-for.ts";
 export type { LifecycleOptions } from "./library/lifecycle-options.ts";
