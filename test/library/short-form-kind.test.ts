@@ -115,6 +115,24 @@ describe("defineTaskKind's short form", () => {
     expect(shortKind.decode(invalid)).toEqual(fullKind.decode(invalid));
   });
 
+  it("takes only a spec with a TTL and a config union", () => {
+    const names = { group: "tests.opstask.dev", version: "v1", kind: "Check" } as const;
+    // @ts-expect-error the spec has no ttlSecondsAfterFinished
+    defineTaskKind({ ...names, spec: Schema.Struct({ config: configUnion({ hello: Hello }) }) });
+    defineTaskKind({
+      ...names,
+      // @ts-expect-error the spec's config is not a config union
+      spec: Schema.Struct({ ttlSecondsAfterFinished: Schema.Number, config: Hello }),
+    });
+    const HttpCheckSpec = Schema.Struct({
+      ttlSecondsAfterFinished: Schema.Number,
+      config: configUnion({ hello: Hello }),
+    });
+    expect(defineTaskKind({ ...names, kind: "HTTPCheck", spec: HttpCheckSpec }).finalizer).toBe(
+      "tests.opstask.dev/http-check",
+    );
+  });
+
   it("plural and finalizer can be given", () => {
     const named = defineTaskKind({
       group: "tests.opstask.dev",

@@ -153,6 +153,7 @@ export function taskCrd(
   specOrOptions?: Schema.Top | TaskCrdOptions,
   maybeOptions?: TaskCrdOptions,
 ): TaskCrdResult {
+  // A schema has an `ast`; options never do.
   if (specOrOptions !== undefined && "ast" in specOrOptions)
     return crdOf(kind, specOrOptions, maybeOptions ?? {});
   const options = specOrOptions ?? {};
