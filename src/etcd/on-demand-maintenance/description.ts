@@ -1,7 +1,11 @@
 /**
  * The description of a completed maintenance task: what was done and what it changed, e.g.
- * `Compacted to revision 1234 (physical); defragmented 1 member(s): db size 8.2 MiB → 1.1 MiB`.
+ * `Compacted to revision 1234 (physical); defragmented 2 member(s): etcd-main-0 db size 8.2 MiB → 1.1 MiB,
+ * etcd-main-1 db size 8.0 MiB → 1.1 MiB`. Each member is named (a cluster has few), and the whole text
+ * is capped at the status text cap.
  */
+
+import { capText, MaxEchoLength } from "../../api/text-cap.ts";
 
 /** Binary units with one decimal (`8.2 MiB`), whole bytes below 1 KiB. */
 export const formatBytes = (bytes: number): string => {
@@ -28,12 +32,17 @@ export interface CompactionReport {
   readonly dbSizeInUseAfter: number;
 }
 
-export interface DefragmentationReport {
-  readonly members: number;
-  readonly learnersSkipped: number;
-  /** Summed over the defragmented members. */
+/** One defragmented member: its name (`member <id>` when it has none) and its db size around the call. */
+export interface MemberDefragmentation {
+  readonly member: string;
   readonly dbSizeBefore: number;
   readonly dbSizeAfter: number;
+}
+
+export interface DefragmentationReport {
+  /** In the order they were defragmented. */
+  readonly members: ReadonlyArray<MemberDefragmentation>;
+  readonly learnersSkipped: number;
 }
 
 export interface MaintenanceReport {
@@ -48,8 +57,13 @@ const compactionText = (report: CompactionReport): string =>
 
 const defragmentationText = (report: DefragmentationReport): string => {
   const skipped = report.learnersSkipped === 0 ? "" : `, skipped ${report.learnersSkipped} learner(s)`;
-  const size = report.members === 1 ? "db size" : "total db size";
-  return `defragmented ${report.members} member(s)${skipped}: ${size} ${formatBytes(report.dbSizeBefore)} → ${formatBytes(report.dbSizeAfter)}`;
+  const sizes = report.members
+    .map(
+      (each) =>
+        `${capText(each.member, MaxEchoLength)} db size ${formatBytes(each.dbSizeBefore)} → ${formatBytes(each.dbSizeAfter)}`,
+    )
+    .join(", ");
+  return `defragmented ${report.members.length} member(s)${skipped}: ${sizes}`;
 };
 
 const sizeText = (report: CompactionReport): string =>
@@ -61,5 +75,5 @@ export const describeReport = (report: MaintenanceReport): string => {
   if (report.defragmentation !== undefined) parts.push(defragmentationText(report.defragmentation));
   else if (report.compaction !== undefined) parts.push(sizeText(report.compaction));
   const text = parts.join("; ");
-  return text === "" ? "Nothing to do" : `${text.charAt(0).toUpperCase()}${text.slice(1)}`;
+  return text === "" ? "Nothing to do" : capText(`${text.charAt(0).toUpperCase()}${text.slice(1)}`);
 };

@@ -48,6 +48,10 @@ export interface DefragmentPlan {
   readonly learnersSkipped: number;
 }
 
+/** The member's name, or `member <id>` before it has started and has none. */
+export const memberName = (member: EtcdMember): string =>
+  member.name === "" ? `member ${member.id}` : member.name;
+
 const memberLabel = (member: EtcdMember): string =>
   member.name === "" ? `member ${member.id}` : `member ${member.name} (${member.id})`;
 

@@ -20,8 +20,13 @@ import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
 import type { Etcd } from "../api/etcd.ts";
 import { type EtcdCallError, type EtcdEndpoint, EtcdGateway, isCompactedError } from "../etcd-client.ts";
-import type { CompactionReport, DefragmentationReport, MaintenanceReport } from "./description.ts";
-import { defragmentPlan, targetLabel } from "./endpoint.ts";
+import type {
+  CompactionReport,
+  DefragmentationReport,
+  MaintenanceReport,
+  MemberDefragmentation,
+} from "./description.ts";
+import { defragmentPlan, memberName, targetLabel } from "./endpoint.ts";
 import { type ErrorCode, ErrorCodes, failed, retry, type StepFailure } from "./step-failure.ts";
 
 export interface MaintenancePlan {
@@ -147,24 +152,19 @@ const defragment = (
         plan.failure.reason,
       );
     }
-    let dbSizeBefore = 0;
-    let dbSizeAfter = 0;
+    const defragmented: MemberDefragmentation[] = [];
     for (const target of plan.success.targets) {
       const step: Step = {
         description: MaintenanceTexts.defragmentation,
         code: ErrorCodes.defragmentation,
         message: `failed to defragment etcd ${targetLabel(target)}`,
       };
-      dbSizeBefore += (yield* status(target.endpoint)).dbSize;
+      const dbSizeBefore = (yield* status(target.endpoint)).dbSize;
       yield* gateway.defragment(target.endpoint).pipe(Effect.mapError(callFailure(step)));
-      dbSizeAfter += (yield* status(target.endpoint)).dbSize;
+      const dbSizeAfter = (yield* status(target.endpoint)).dbSize;
+      defragmented.push({ member: memberName(target.member), dbSizeBefore, dbSizeAfter });
     }
-    return {
-      members: plan.success.targets.length,
-      learnersSkipped: plan.success.learnersSkipped,
-      dbSizeBefore,
-      dbSizeAfter,
-    };
+    return { members: defragmented, learnersSkipped: plan.success.learnersSkipped };
   }).pipe(Effect.withSpan("OnDemandMaintenance.defragment"));
 
 /** Compaction (when planned) first, so that defragmentation reclaims the space it freed. */

@@ -35,7 +35,8 @@ describe("the calls", () => {
     const gateway = await serve();
     expect(await execute(gateway)).toEqual({
       kind: "completed",
-      description: "Compacted to revision 42 (physical); defragmented 1 member(s): db size 2.0 MiB → 2.0 MiB",
+      description:
+        "Compacted to revision 42 (physical); defragmented 1 member(s): test-etcd-0 db size 2.0 MiB → 2.0 MiB",
     });
     expect(gateway.calls.map((call) => call.path)).toEqual([
       "/v3/maintenance/status",
@@ -228,7 +229,9 @@ describe("several members: each is defragmented at its own client URL, one at a 
     );
     expect(outcome).toEqual({
       kind: "completed",
-      description: "Defragmented 2 member(s), skipped 1 learner(s): total db size 8.0 MiB → 2.0 MiB",
+      description:
+        "Defragmented 2 member(s), skipped 1 learner(s): " +
+        "test-etcd-0 db size 4.0 MiB → 1.0 MiB, test-etcd-1 db size 4.0 MiB → 1.0 MiB",
     });
     expect(
       gateway.calls.filter((call) => call.path !== "/v3/cluster/member/list").map((c) => [c.path, c.host]),

@@ -132,7 +132,7 @@ describe("defragmentation alone", () => {
 
     expect(outcome).toEqual({
       kind: "completed",
-      description: expect.stringMatching(/^Defragmented 1 member\(s\): db size [\d.]+ \w+ → [\d.]+ \w+$/),
+      description: expect.stringMatching(/^Defragmented 1 member\(s\): \S+ db size [\d.]+ \w+ → [\d.]+ \w+$/),
     });
     const after = await status(url);
     console.info(`defragmentation only: db size ${mib(before.dbSize)} → ${mib(after.dbSize)}`);

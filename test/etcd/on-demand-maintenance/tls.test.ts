@@ -65,7 +65,7 @@ describe("https with the Etcd's CA and client certificate", () => {
     expect(outcome).toEqual({
       kind: "completed",
       description: expect.stringMatching(
-        /^(Compacted to revision \d+ \(physical\)|Revision \d+ was already compacted); defragmented 1 member\(s\): db size /,
+        /^(Compacted to revision \d+ \(physical\)|Revision \d+ was already compacted); defragmented 1 member\(s\): \S+ db size /,
       ),
     });
   });
