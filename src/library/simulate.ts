@@ -97,19 +97,12 @@ export interface SimulateBaseOptions<Task, R, Spec = unknown> extends LifecycleO
   readonly kind: TaskKind<Task, Spec>;
   /** By config member; a member without one is Rejected (`ERR_UNSUPPORTED_TASK`). */
   readonly handlers: Readonly<Record<string, SimulatedHandler<Task, R>>>;
-  /**
-   * @deprecated Use `duplicatePolicy` and `timing`, as `runTaskController` names them; when both are
-   * given, those win.
-   */
-  readonly config?: Partial<Omit<LifecycleConfig, "finalizer" | "vocabulary">>;
   /** Services for Effect handlers, built once (lazily) and released by `dispose()`. */
   readonly services?: Layer.Layer<R, unknown>;
   /** The fake clock's start, ms since the epoch (default 2026-01-01T00:00:00Z). */
   readonly startAt?: number;
   /** Where `create` puts tasks without a namespace and where names are looked up (default `default`). */
   readonly defaultNamespace?: string;
-  /** @deprecated The old name of `defaultNamespace` (`namespace` is what `runTaskController` watches). */
-  readonly namespace?: string;
   /** Other objects of the simulated cluster, read by handlers through `context.objects`. */
   readonly objects?: ReadonlyArray<{ readonly resource: ObjectResource; readonly object: unknown }>;
 }
@@ -218,13 +211,13 @@ export const simulate = <Task, R = never, Spec = unknown>(
   options: SimulateOptions<Task, R, Spec>,
 ): Simulation<Task, Spec> => {
   const { kind, handlers } = options;
-  const namespace = options.defaultNamespace ?? options.namespace ?? "default";
+  const namespace = options.defaultNamespace ?? "default";
   const clock = new FakeClock(options.startAt ?? Date.UTC(2026, 0, 1));
   const server = new MemoryApiServer({
     resource: `${kind.resource.plural}.${kind.resource.group}`,
     now: () => clock.now(),
   });
-  const config = lifecycleConfig(kind, { ...options.config, ...lifecycleOverrides(options) });
+  const config = lifecycleConfig(kind, lifecycleOverrides(options));
   const objects = new MemoryObjects();
   for (const { resource, object } of options.objects ?? []) objects.put(resource, object);
   const logs: Array<LoggedLine & { readonly name: string }> = [];
