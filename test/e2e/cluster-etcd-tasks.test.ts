@@ -14,14 +14,24 @@ import {
   AppsV1Api,
   BatchV1Api,
   CoreV1Api,
+  CustomObjectsApi,
   PatchStrategy,
   RbacAuthorizationV1Api,
   setHeaderOptions,
 } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { resolveImageBinaries } from "../../src/devcluster/images/index.ts";
+import { cgroupProcesses } from "../../src/devcluster/node/cgroups.ts";
 import { waitFor } from "../support/wait.ts";
-import { createTask, EtcdName, memberAddresses, runTask, useLab, waitForTask } from "./support/lab.ts";
+import {
+  createTask,
+  EtcdName,
+  memberAddresses,
+  runTask,
+  type TaskState,
+  useLab,
+  waitForTask,
+} from "./support/lab.ts";
 import {
   ControllerDeployment,
   ControllerNamespace,
@@ -60,6 +70,58 @@ const putKey = async (key: string, value: string): Promise<void> => {
   ]);
   expect(answer).toContain('"revision"');
 };
+
+/** The line the sidecar holding the snapshotter logs once for each on-demand full snapshot POST (forwarded or not). */
+const FullSnapshotTriggered = "Triggering out of schedule full snapshot";
+
+/** How many on-demand full snapshot POSTs the backup-restore sidecars of all members have logged. */
+const fullSnapshotPosts = async (): Promise<number> => {
+  const { kubeConfig, etcd } = lab();
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  let count = 0;
+  for (const name of (await memberAddresses(kubeConfig, etcd.spec.namespace)).keys()) {
+    const log = await core.readNamespacedPodLog({
+      namespace: etcd.spec.namespace,
+      name,
+      container: "backup-restore",
+    });
+    count += log.split("\n").filter((line) => line.includes(FullSnapshotTriggered)).length;
+  }
+  return count;
+};
+
+/**
+ * Requests waiting unread on port 8080 (the sidecars' server) in the sidecars' network namespaces:
+ * established connections with bytes in their receive queue. A frozen server's kernel still accepts
+ * the connection and the POST, so a POST in flight shows here; an idle keep-alive connection does not.
+ */
+const unreadRequests = (pids: readonly number[]): number =>
+  pids
+    .flatMap((pid) =>
+      ["tcp", "tcp6"].flatMap((table) => {
+        try {
+          return readFileSync(`/proc/${pid}/net/${table}`, "utf8").split("\n").slice(1);
+        } catch {
+          return [];
+        }
+      }),
+    )
+    .map((line) => line.trim().split(/\s+/))
+    .filter(
+      ([, local, , state, queues]) =>
+        local?.endsWith(":1F90") && state === "01" && Number.parseInt(queues?.split(":")[1] ?? "0", 16) > 0,
+    ).length;
+
+/** The PIDs of the node's `etcdbrctl server` processes (the backup-restore sidecars). */
+const sidecarProcesses = (): number[] =>
+  cgroupProcesses(lab().cluster.footprint.cgroupName).filter((pid) => {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      return argv.some((arg) => arg.endsWith("etcdbrctl")) && argv.includes("server");
+    } catch {
+      return false;
+    }
+  });
 
 describe("on-demand snapshots of a 3-member etcd cluster in pods, by the controller in pods", () => {
   it("runs the controller as deploy/ says: two Ready replicas of the loaded image, one holding the Lease", async () => {
@@ -177,9 +239,18 @@ describe("on-demand snapshots of a 3-member etcd cluster in pods, by the control
       onDemandMaintenance: { compaction: { physical: true }, defragmentation: {} },
     });
     expect(status.state, JSON.stringify(status)).toBe("Succeeded");
-    expect(status.lastOperation?.description).toMatch(
-      /^Compacted to revision \d+ \(physical\); defragmented 3 member\(s\): total db size /,
+    const description = status.lastOperation?.description ?? "";
+    const size = String.raw`[\d.]+ (?:B|KiB|MiB|GiB)`;
+    const member = String.raw`(\S+) db size (${size}) → (${size})`;
+    expect(description).toMatch(
+      new RegExp(
+        String.raw`^Compacted to revision \d+ \(physical\); defragmented 3 member\(s\): ${member}, ${member}, ${member}$`,
+      ),
     );
+    // Each member by name, with its own db size before and after.
+    const members = [...description.matchAll(new RegExp(member, "g"))].map((match) => match[1]);
+    expect(members.sort()).toEqual([0, 1, 2].map((ordinal) => `${EtcdName}-${ordinal}`));
+    process.stderr.write(`maintenance: ${description}\n`);
   }, 240_000);
 
   it("compacts the store with a Job that reads the real Local store, and Succeeds from the Job's result", async () => {
@@ -225,6 +296,72 @@ describe("on-demand snapshots of a 3-member etcd cluster in pods, by the control
     const after = await leaderPod(kubeConfig);
     expect(after?.metadata?.name).toBeDefined();
     expect(after?.metadata?.name).not.toBe(beforeName);
+  }, 600_000);
+
+  it("hands the Lease over when the leader pod is deleted while its full snapshot POST is in flight (held unanswered by frozen sidecars), and the task Succeeds with at most 2 POSTs", async () => {
+    const { kubeConfig, etcd } = lab();
+    const namespace = etcd.spec.namespace;
+    const before = (await leaderPod(kubeConfig))?.metadata?.name ?? "";
+    expect(before).not.toBe("");
+    const postsBefore = await fullSnapshotPosts();
+    const filesBefore = snapshotFiles(etcd.snapshotDir);
+    // Freeze every sidecar (SIGSTOP): the kernel still accepts the controller's connection, so its
+    // POST is in flight and unanswered until they are thawed, whenever the leader is deleted.
+    const sidecars = sidecarProcesses();
+    expect(sidecars).toHaveLength(3);
+    for (const pid of sidecars) process.kill(pid, "SIGSTOP");
+    let inFlight = 0;
+    try {
+      await createTask(kubeConfig, namespace, "snapshot-failover", { onDemandSnapshot: { type: "full" } });
+      const tasks = kubeConfig.makeApiClient(CustomObjectsApi);
+      await waitFor(
+        "task snapshot-failover InProgress",
+        async () => {
+          const task = (await tasks.getNamespacedCustomObject({
+            group: "druid.gardener.cloud",
+            version: "v1alpha1",
+            plural: "etcdopstasks",
+            namespace,
+            name: "snapshot-failover",
+          })) as { status?: TaskState };
+          return task.status?.state === "InProgress" ? true : undefined;
+        },
+        60_000,
+        100,
+      );
+      await waitFor(
+        "the leader's snapshot POST waiting unread at a frozen sidecar",
+        async () => (unreadRequests(sidecars) > 0 ? true : undefined),
+        60_000,
+        100,
+      );
+      inFlight = unreadRequests(sidecars);
+      await kubeConfig
+        .makeApiClient(CoreV1Api)
+        .deleteNamespacedPod({ namespace: ControllerNamespace, name: before });
+      await waitFor(
+        "the Lease held by the other replica",
+        async () => {
+          const holder = (await leaderPod(kubeConfig))?.metadata?.name;
+          return holder !== undefined && holder !== before ? holder : undefined;
+        },
+        120_000,
+        250,
+      );
+    } finally {
+      for (const pid of sidecars) process.kill(pid, "SIGCONT");
+    }
+    const status = await waitForTask(kubeConfig, namespace, "snapshot-failover", 240_000);
+    expect(status.state, JSON.stringify(status)).toBe("Succeeded");
+    const posts = (await fullSnapshotPosts()) - postsBefore;
+    const added = snapshotFiles(etcd.snapshotDir).filter(
+      (file) => !filesBefore.includes(file) && file.startsWith("Full-"),
+    );
+    process.stderr.write(
+      `snapshot failover: ${inFlight} request(s) unread at a sidecar at the deletion; ${posts} POST(s) logged, ${added.length} new Full- file(s)\n`,
+    );
+    expect(posts).toBeGreaterThanOrEqual(1);
+    expect(posts).toBeLessThanOrEqual(2);
   }, 600_000);
 
   // Last: it makes the etcd's namespace enforce the restricted level, which the etcd pods themselves
