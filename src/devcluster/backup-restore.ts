@@ -29,6 +29,7 @@ import { defaultRepoRoot, runTestbinScript } from "./binaries.ts";
 import { type Deadline, deadlineIn, pollUntil } from "./deadline.ts";
 import { type RunningEtcd, startEtcd } from "./etcd.ts";
 import { probe } from "./http.ts";
+import { LogTail } from "./log-tail.ts";
 import { freePort } from "./ports.ts";
 import {
   type ManagedProcess,
@@ -139,32 +140,6 @@ export async function resolveBackupRestoreBinaries(
     throw new Error(`scripts/testbin etcdbrctl failed (exit ${String(built.code)}):\n${built.stderrTail}`);
   }
   return binaries;
-}
-
-class Tails {
-  readonly #lines = new Map<string, string[]>();
-  readonly #echo: boolean;
-  constructor(echo: boolean) {
-    this.#echo = echo;
-  }
-  sink(component: string): (line: string) => void {
-    const lines: string[] = [];
-    this.#lines.set(component, lines);
-    return (line) => {
-      lines.push(line);
-      if (lines.length > 300) lines.shift();
-      if (this.#echo) process.stderr.write(`[${component}] ${line}\n`);
-    };
-  }
-  render(n: number): string {
-    return [...this.#lines]
-      .reverse()
-      .map(
-        ([c, lines]) =>
-          `--- ${c} (last ${Math.min(n, lines.length)} lines) ---\n${lines.slice(-n).join("\n")}`,
-      )
-      .join("\n");
-  }
 }
 
 const b64 = (text: string): string => Buffer.from(text, "utf8").toString("base64");
@@ -352,7 +327,7 @@ export async function startBackupRestore(options: BackupRestoreOptions = {}): Pr
     etcdConf: join(dir, "etcd.conf.yaml"),
   };
   const storeDir = join(layout.home, "default.bkp", storePrefix, "v2");
-  const tails = new Tails(verbose);
+  const tails = new LogTail(300, verbose);
   let etcd: RunningEtcd | undefined;
   let server: ManagedProcess | undefined;
   let stopping: Promise<void> | undefined;

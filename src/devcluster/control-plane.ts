@@ -20,6 +20,7 @@ import {
   type TokenUser,
 } from "./kube-apiserver.ts";
 import { makeKubeConfig, writeKubeconfig } from "./kubeconfig.ts";
+import { LogTail } from "./log-tail.ts";
 import { type ManagedProcess, onProcessExit, removeDirSync } from "./process.ts";
 
 export type { ControlPlaneBinaries } from "./binaries.ts";
@@ -103,35 +104,6 @@ export interface ControlPlane {
   restartApiserver(options?: { readonly signal?: NodeJS.Signals; readonly downMs?: number }): Promise<void>;
   /** Stops both processes (SIGTERM, then SIGKILL) and removes the scratch directory. Idempotent. */
   stop(): Promise<void>;
-}
-
-class LogTail {
-  readonly #lines = new Map<string, string[]>();
-  readonly #max: number;
-  readonly #echo: boolean;
-  constructor(max: number, echo: boolean) {
-    this.#max = max;
-    this.#echo = echo;
-  }
-  sink(component: string): (line: string) => void {
-    const lines: string[] = [];
-    this.#lines.set(component, lines);
-    return (line) => {
-      lines.push(line);
-      if (lines.length > this.#max) lines.shift();
-      if (this.#echo) process.stderr.write(`[${component}] ${line}\n`);
-    };
-  }
-  /** Most recently started component first (that is usually the one that failed). */
-  render(n: number): string {
-    return [...this.#lines]
-      .reverse()
-      .map(
-        ([component, lines]) =>
-          `--- ${component} (last ${Math.min(n, lines.length)} lines) ---\n${lines.slice(-n).join("\n")}`,
-      )
-      .join("\n");
-  }
 }
 
 async function waitForDefaultNamespace(kc: KubeConfig, deadline: Deadline): Promise<void> {

@@ -19,6 +19,7 @@ import { CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/
 import { type ControlPlane, type ControlPlaneOptions, startControlPlane } from "../control-plane.ts";
 import { type Deadline, deadlineIn, pollUntil } from "../deadline.ts";
 import { CLUSTER_NAME, writeKubeconfig } from "../kubeconfig.ts";
+import { LogTail } from "../log-tail.ts";
 import { type ManagedProcess, ProcessExitedError } from "../process.ts";
 import { createNodeCgroup } from "./cgroups.ts";
 import { runCommand } from "./command.ts";
@@ -96,31 +97,6 @@ export interface LocalCluster {
 }
 
 const COREDNS_USER = "system:coredns";
-
-class Tails {
-  readonly #lines = new Map<string, string[]>();
-  readonly #echo: boolean;
-  constructor(echo: boolean) {
-    this.#echo = echo;
-  }
-  sink(component: string): (line: string) => void {
-    const lines: string[] = [];
-    this.#lines.set(component, lines);
-    return (line) => {
-      lines.push(line);
-      if (lines.length > 300) lines.shift();
-      if (this.#echo) process.stderr.write(`[${component}] ${line}\n`);
-    };
-  }
-  render(n: number): string {
-    return [...this.#lines]
-      .map(
-        ([component, lines]) =>
-          `--- ${component} (last ${Math.min(n, lines.length)} lines) ---\n${lines.slice(-n).join("\n")}`,
-      )
-      .join("\n");
-  }
-}
 
 /** Lets CoreDNS read what it serves (as upstream's system:coredns ClusterRole). */
 async function grantCoreDns(kc: KubeConfig): Promise<void> {
@@ -242,7 +218,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   let record: SlotRecord = claimed;
   startSweepWatchdog(slotRecordPath(record.slot));
   const nodeName = `opstask-node-${record.slot}`;
-  const tails = new Tails(verbose);
+  const tails = new LogTail(300, verbose);
   const procs: Record<string, ManagedProcess> = {};
   let containerd: RunningContainerd | undefined;
   let plane: ControlPlane | undefined;
