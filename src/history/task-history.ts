@@ -15,7 +15,6 @@
  * deletion, whichever comes first.
  */
 import type { KubeClient } from "../kube/kube-client.ts";
-import type { Pass } from "../reconcile/pass.ts";
 import type { ControllerObserver, TaskLabels } from "../runtime/metrics.ts";
 import {
   applyOutcome,
@@ -73,14 +72,7 @@ export interface TaskHistory {
 }
 
 const terminalStates: ReadonlySet<string> = new Set<OutcomeState>(["Succeeded", "Failed", "Rejected"]);
-/** Outcomes awaiting their error code at most; beyond, the oldest is recorded without one. */
-const maxAwaiting = 1000;
 const conflictAttempts = 5;
-
-interface Awaiting {
-  readonly namespace: string;
-  readonly outcome: TaskOutcome;
-}
 
 interface Known {
   readonly resourceVersion: string | undefined;
@@ -101,7 +93,6 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
     plural: options.plural,
   });
 
-  const awaiting = new Map<string, Awaiting>();
   const queued = new Map<string, TaskOutcome[]>();
   /** What this instance knows of each namespace's history: the metrics' source. */
   const view = new Map<string, Map<string, HistoryEntry>>();
@@ -137,7 +128,7 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
   };
 
   const pendingCount = (): number => {
-    let total = awaiting.size;
+    let total = 0;
     for (const outcomes of queued.values()) total += outcomes.length;
     return total;
   };
@@ -272,39 +263,21 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
     if (!retries.has(namespace)) void flush(namespace);
   };
 
-  const release = (uid: string, errorCode: string | undefined): void => {
-    const waiting = awaiting.get(uid);
-    if (waiting === undefined) return;
-    awaiting.delete(uid);
-    record(waiting.namespace, {
-      ...waiting.outcome,
-      ...(errorCode === undefined || errorCode === "" ? {} : { errorCode }),
-    });
-  };
-
   const observer: ControllerObserver = {
     passEnded: () => {},
-    taskFinished: (labels: TaskLabels, seconds: number, uid?: string) => {
+    // The error code comes with the write that ended the task, so an outcome is recorded at once: a
+    // task deleted right after (TTL 0) cannot lose it.
+    taskFinished: (labels: TaskLabels, seconds: number, _uid?: string, errorCode?: string) => {
       if (stopped || labels.etcd === "" || !terminalStates.has(labels.state)) return;
-      const outcome: TaskOutcome = {
+      record(labels.namespace, {
         target: labels.etcd,
         type: labels.type,
         state: labels.state as OutcomeState,
         at: now(),
         durationSeconds: seconds,
-      };
-      if (outcome.state === "Succeeded" || uid === undefined) return record(labels.namespace, outcome);
-      awaiting.set(uid, { namespace: labels.namespace, outcome });
-      if (awaiting.size > maxAwaiting) {
-        const oldest = awaiting.keys().next().value;
-        if (oldest !== undefined) release(oldest, undefined);
-      }
+        ...(errorCode === undefined || errorCode === "" ? {} : { errorCode }),
+      });
     },
-    passTransitions: (task, pass: Pass) => {
-      if (!awaiting.has(task.uid)) return;
-      release(task.uid, pass.snapshot.context.persisted.lastErrors?.at(-1)?.code);
-    },
-    taskGone: (uid) => release(uid, undefined),
   };
 
   const takeover = async (namespaces: ReadonlyArray<string | undefined>): Promise<void> => {

@@ -131,9 +131,9 @@ export const bothObservers = (first: ControllerObserver, second: ControllerObser
     first.passEnded(result, seconds);
     second.passEnded(result, seconds);
   },
-  taskFinished: (labels, seconds, uid) => {
-    first.taskFinished(labels, seconds, uid);
-    second.taskFinished(labels, seconds, uid);
+  taskFinished: (labels, seconds, uid, errorCode) => {
+    first.taskFinished(labels, seconds, uid, errorCode);
+    second.taskFinished(labels, seconds, uid, errorCode);
   },
   taskGone: (uid) => {
     first.taskGone?.(uid);

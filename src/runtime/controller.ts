@@ -54,6 +54,14 @@ const splitKey = (key: string): [string, string] => {
 
 type Needs<R> = R | TaskWriter | EventRecorder;
 
+/** The code of the newest entry in `status.lastErrors` of an object as written, if it has one. */
+const lastErrorCode = (written: KubeObject): string | undefined => {
+  const status = (written as { readonly status?: { readonly lastErrors?: unknown } }).status;
+  const errors = Array.isArray(status?.lastErrors) ? (status.lastErrors as ReadonlyArray<unknown>) : [];
+  const code = (errors.at(-1) as { readonly code?: unknown } | undefined)?.code;
+  return typeof code === "string" && code !== "" ? code : undefined;
+};
+
 export const runController = <Task, R>(
   options: ControllerOptions<Task, R>,
 ): Effect.Effect<ControllerHandle, never, Scope.Scope | R | TaskWriter | EventRecorder> =>
@@ -185,7 +193,12 @@ export const runController = <Task, R>(
         if (performed.accepted) stats.writes[request._tag] = (stats.writes[request._tag] ?? 0) + 1;
         const state = request._tag === "PatchStatus" ? request.patch.state : undefined;
         if (performed.written !== undefined && typeof state === "string" && isTerminal(state))
-          observer.taskFinished({ ...labelsOf(pass), state }, (now - pass.createdAt) / 1000, pass.uid);
+          observer.taskFinished(
+            { ...labelsOf(pass), state },
+            (now - pass.createdAt) / 1000,
+            pass.uid,
+            state === "Succeeded" ? undefined : lastErrorCode(performed.written),
+          );
         // The pass holds the task as the cache would, never the whole answer (a large task's megabytes).
         const written = performed.written === undefined ? {} : { written: keep(performed.written) };
         yield* feed({ _tag: "Answered", pass: pass.id, answer: performed.answer, now, ...written });

@@ -43,8 +43,11 @@ export type PassResult = "ended" | "aborted" | "gone";
 /** What the controller reports as it works; `noObserver` when nobody listens. */
 export interface ControllerObserver {
   readonly passEnded: (result: PassResult, seconds: number) => void;
-  /** `uid`: the task's, so that its series can go with it (`taskGone`). */
-  readonly taskFinished: (labels: TaskLabels, seconds: number, uid?: string) => void;
+  /**
+   * `uid`: the task's, so that its series can go with it (`taskGone`); `errorCode`: the last error's
+   * code in the status that ended it (a Failed or Rejected task's), read from the object written.
+   */
+  readonly taskFinished: (labels: TaskLabels, seconds: number, uid?: string, errorCode?: string) => void;
   /** The task object is deleted. */
   readonly taskGone?: (uid: string) => void;
   /** An object of the admission groups' resource (an Etcd) is deleted. */

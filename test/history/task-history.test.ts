@@ -8,7 +8,6 @@ import { decodeEntries } from "../../src/history/history-entry.ts";
 import { makeHistoryMetrics } from "../../src/history/history-metrics.ts";
 import { makeTaskHistory, type TaskHistory } from "../../src/history/task-history.ts";
 import { ApiCallError, type ApiRequest, type KubeClient } from "../../src/kube/kube-client.ts";
-import type { Pass } from "../../src/reconcile/pass.ts";
 
 interface Stored {
   rv: number;
@@ -85,10 +84,6 @@ const labels = (target: string, state: string, type = "ping") => ({
   namespace: "ns",
   kind: "Probe",
 });
-const passWithError = (code: string) =>
-  ({
-    snapshot: { context: { persisted: { lastErrors: [{ code: "ERR_EARLIER" }, { code }] } } },
-  }) as unknown as Pass;
 
 const setup = (fake = fakeConfigMaps(), limits = { maxEntries: 200, maxBytes: 128 * 1024 }) => {
   const registry = new Registry();
@@ -132,25 +127,20 @@ describe("outcomes are written to the namespace's ConfigMap, beside the pass", (
     ]);
   });
 
-  it("a Failed task waits for the end of its pass and takes the last error's code from its status", async () => {
+  it("a Failed task is written at once with the error code of the write that ended it", async () => {
     const { history, entries, metric } = setup();
-    history.observer.taskFinished(labels("host-b", "Failed"), 1, "uid-2");
-    await history.settled();
-    expect(entries()).toEqual([]);
-    expect(history.pending()).toBe(1);
-    history.observer.passTransitions?.(
-      { key: "ns/b", uid: "uid-2", runId: "r" },
-      passWithError("ERR_NO_PONG"),
-    );
+    history.observer.taskFinished(labels("host-b", "Failed"), 1, "uid-2", "ERR_NO_PONG");
+    // The task is deleted at once (TTL 0): its outcome is already recorded.
+    history.observer.taskGone?.("uid-2");
     await history.settled();
     expect(entries()[0]?.last).toMatchObject({ state: "Failed", errorCode: "ERR_NO_PONG" });
+    expect(history.pending()).toBe(0);
     expect(await metric("opstask_task_last_failure_timestamp_seconds{")).toHaveLength(1);
   });
 
-  it("a task deleted before its pass ended is written without an error code", async () => {
+  it("an outcome without an error code is written without one", async () => {
     const { history, entries } = setup();
     history.observer.taskFinished(labels("host-c", "Rejected"), 0, "uid-3");
-    history.observer.taskGone?.("uid-3");
     await history.settled();
     expect(entries()[0]?.last).toEqual({
       state: "Rejected",
