@@ -198,8 +198,14 @@ export const taskMachine = effects.createMachine({
 
     /** §11: terminal tasks are kept for `ttlSecondsAfterFinished`, counted from lastTransitionTime. */
     terminal: {
-      always: [{ guard: "ttlExpired", target: "expiring" }, { target: "retained" }],
+      always: [
+        // A failed TTL DELETE backs off like a handler's error: a pass before retryAt deletes nothing.
+        { guard: "backoffRunning", target: "deleteBackingOff" },
+        { guard: "ttlExpired", target: "expiring" },
+        { target: "retained" },
+      ],
     },
+    deleteBackingOff: { entry: [waitForBackoff] },
     retained: {
       entry: {
         type: "requeueAfter",

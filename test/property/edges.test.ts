@@ -162,6 +162,11 @@ const situations: Record<string, PassInput> = {
     retries: 1,
     retryAt: now + 20,
   }),
+  "TTL over, its DELETE backing off": input({
+    task: { ...claimed, status: succeeded(now - 20_000) },
+    retries: 1,
+    retryAt: now + 20,
+  }),
   "admit result known": input({ task: claimed, known: known("admit") }),
   "execute result known": input({ task: { ...claimed, status: inProgress }, known: known("execute") }),
   "cleanup result known": input({

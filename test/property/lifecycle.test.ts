@@ -15,7 +15,7 @@ import {
   HistoryChecker,
 } from "./checks.ts";
 import { commandArbs } from "./commands.ts";
-import { drain, makeWorld, type World } from "./world.ts";
+import { createTask, drain, makeWorld, type World } from "./world.ts";
 
 const runs = Number(process.env.OPSTASK_PROPERTY_RUNS ?? 1_000);
 
@@ -66,5 +66,19 @@ describe("task lifecycle properties (memory interpreter)", () => {
     fc.assert(lifecycleProperty({ policy: "reject", phaseDeadlineMs: 3_000 }), {
       numRuns: Math.ceil(runs / 2),
     });
+  });
+
+  // Counterexamples the random runs found once, kept as examples so that they run every time.
+  it("a TTL DELETE that failed is not retried by a pass before its backoff (seed 1144437945)", () => {
+    const world = makeWorld({ policy: "queue" });
+    const history = new HistoryChecker(world);
+    world.controller.advanceAndRun(1_500);
+    createTask(world, "a", "e1", 1, { admit: [], execute: [], cleanup: [] });
+    world.controller.failNextDelete();
+    world.controller.advanceAndRun(500);
+    checkAll(world, history);
+    drain(world);
+    checkAll(world, history);
+    checkReleased(world);
   });
 });
