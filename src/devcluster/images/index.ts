@@ -13,10 +13,12 @@ import { join } from "node:path";
 import { defaultRepoRoot, runTestbinScript } from "../binaries.ts";
 import { type BuiltImage, buildImage } from "./build-image.ts";
 import { type ClusterImageBinaries, clusterImageRecipes } from "./cluster-images.ts";
+import { buildObjectStoreImage } from "./object-store-image.ts";
 import { buildOpstaskImage } from "./opstask-image.ts";
 
 export type { BuiltImage } from "./build-image.ts";
 export type { ClusterImageBinaries } from "./cluster-images.ts";
+export { ObjectStorePort } from "./object-store-image.ts";
 
 export interface LabImages {
   readonly pause: BuiltImage;
@@ -27,6 +29,8 @@ export interface LabImages {
 
 export interface LabImagesWithOpstask extends LabImages {
   readonly opstask: BuiltImage;
+  /** The lab's S3-compatible object store (object-store-image.ts). */
+  readonly objectStore: BuiltImage;
 }
 
 export interface LabImagesOptions {
@@ -74,15 +78,16 @@ export const buildLabImages = async (options: LabImagesOptions = {}): Promise<La
   return { pause, busybox, etcd, etcdbrctl };
 };
 
-/** The lab images and the opstask controller's image (scripts/image-build). */
+/** The lab images, the object store's and the opstask controller's image (scripts/image-build). */
 export const buildLabImagesWithOpstask = async (
   options: LabImagesOptions = {},
 ): Promise<LabImagesWithOpstask> => {
   const cacheDir = options.cacheDir ?? defaultImageCacheDir();
   const images = await buildLabImages({ ...options, cacheDir });
+  const objectStore = await buildObjectStoreImage(cacheDir, options.repoRoot);
   const opstask = await buildOpstaskImage({
     cacheDir,
     ...(options.repoRoot === undefined ? {} : { repoRoot: options.repoRoot }),
   });
-  return { ...images, opstask };
+  return { ...images, objectStore, opstask };
 };

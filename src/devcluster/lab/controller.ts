@@ -28,8 +28,11 @@ export interface LabControllerOptions {
   readonly image: string;
   /** The etcd-backup-restore image of compaction Jobs. */
   readonly compactionImage: string;
-  /** The Local store's bucket directories on the node (the compaction Job policy's hostPathPrefixes). */
-  readonly storeHostPath: string;
+  /**
+   * A Local store's bucket directories on the node (the compaction Job policy's hostPathPrefixes).
+   * Absent for a cloud store: the policy then admits no hostPath at all.
+   */
+  readonly storeHostPath?: string;
   readonly replicas?: number;
 }
 
@@ -71,7 +74,11 @@ export const renderLabController = (options: LabControllerOptions): KubeManifest
           target: { kind: "ConfigMap", name: "opstask-compaction-job-policy" },
           patch: stringify([
             { op: "replace", path: "/data/images", value: `${options.compactionImage}\n` },
-            { op: "replace", path: "/data/hostPathPrefixes", value: `${options.storeHostPath}\n` },
+            {
+              op: "replace",
+              path: "/data/hostPathPrefixes",
+              value: options.storeHostPath === undefined ? "" : `${options.storeHostPath}\n`,
+            },
           ]),
         },
       ],
