@@ -1,9 +1,8 @@
 /**
  * `opstask bundle <entry> [out-dir]`: an operator's controller (or opstask's own CLI) bundled into
  * minified ES modules with rolldown, for an image without node_modules: one file for what the entry
- * loads at once, chunks for what it loads on demand. Compared with running the TypeScript sources,
- * the controller holds ~20 MB less resident memory (no type stripping, only the parts of the
- * dependencies it uses, without their doc comments). rolldown is an optional peer dependency.
+ * loads at once, chunks for what it loads on demand; the controller then holds less memory than on
+ * its sources (docs/design-notes.md §15). rolldown is an optional peer dependency.
  */
 import { existsSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";

@@ -46,7 +46,7 @@ type Command = (argv: ReadonlyArray<string>) => Promise<number>;
 
 /**
  * Each command's module is loaded only when it runs: `controller` must not carry the task CLI's and
- * the dev cluster's dependencies (client-node alone is ~85 MB of resident memory).
+ * the dev cluster's dependencies (client-node above all: docs/design-notes.md §15).
  */
 const task =
   (name: string): Command =>

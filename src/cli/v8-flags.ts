@@ -2,11 +2,8 @@
  * V8 settings that Node does not accept in NODE_OPTIONS (it allows only a short list of V8 flags
  * there), applied by `opstask controller` from OPSTASK_V8_FLAGS before the controller's code loads.
  *
- * Why: the Deployment sets `--optimize-for-size`. The controller is I/O-bound and long-lived; in that
- * mode V8's heap grows less eagerly and its memory reducer returns pages sooner, so the resident memory
- * with 10,000 settled tasks cached falls from ~102 to ~83 MB with no CPU cost a burst can show
- * (bench/PROFILE.md). It is a runtime switch of V8's heap and GC heuristics: set at this point, it
- * applies to every heap decision the controller makes.
+ * The Deployment sets `--optimize-for-size` this way (why and what it saves: bench/PROFILE.md, "V8's
+ * modes, measured"); set before the controller's code loads, it applies to every heap decision.
  *
  * Only flags (`--name` or `--name=value`) are taken: a value that is not one is an error naming the
  * variable, not a silently ignored setting. The variable is the operator's, like NODE_OPTIONS.

@@ -86,7 +86,7 @@ export const fromStatus = (status: unknown): KubeError => {
   });
 };
 
-/** client-node's `ApiException` (matched by shape: importing client-node costs ~85 MB, kube-client.ts). */
+/** client-node's `ApiException`, matched by shape: this module must not load client-node (kube-client.ts). */
 const isApiException = (error: unknown): error is Error & { readonly code: number; readonly body: unknown } =>
   error instanceof Error &&
   "code" in error &&

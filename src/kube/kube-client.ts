@@ -2,12 +2,10 @@
  * The controller's HTTP client for the kube-apiserver: JSON requests and watch streams over `node:https`
  * with one keep-alive connection pool per TLS identity.
  *
- * Hand-written on purpose. client-node's `KubeConfig` module imports its whole generated API (every
- * model and the ObjectSerializer): ~85 MB of RSS in a process that makes eight kinds of calls and reads
- * every answer as plain JSON anyway. The controller needs the verbs, the paths, TLS and a bearer token;
- * that is this file. Everything client-node knows beyond that (exec and auth-provider credentials,
- * proxies, merged kubeconfigs) stays available: `kubeClientOf(kubeConfig)` sends through a client-node
- * `KubeConfig`'s own authentication, and `loadKubeClient` falls back to it for such kubeconfigs.
+ * Hand-written rather than client-node's (docs/design-notes.md §15). What client-node knows beyond
+ * verbs, paths, TLS and a bearer token (exec and auth-provider credentials, merged kubeconfigs) stays
+ * available: `kubeClientOf(kubeConfig)` sends through a client-node `KubeConfig`'s own authentication,
+ * and `loadKubeClient` falls back to it for such kubeconfigs.
  */
 import type * as Http from "node:http";
 import https from "node:https";
@@ -142,9 +140,8 @@ type Answer = { readonly text: string; readonly bytes: number } | { readonly cut
 
 /**
  * The whole answer as text. Our listeners come off the response once it is read: the request's abort
- * signal keeps the request and its response reachable, and a listener left on the response kept the
- * promise of the text, so the last LIST page's text (~0.7 MB for 500 Etcds) stayed in memory until the
- * next LIST.
+ * signal keeps the response reachable, and a listener left on it would keep the text (a whole LIST
+ * page) in memory until the next request.
  */
 export const readText = async (response: Http.IncomingMessage): Promise<string> => {
   const answer = await readAnswer(response);

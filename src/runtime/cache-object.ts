@@ -1,29 +1,10 @@
 /**
- * What the informer cache keeps of an object, and how compactly.
- *
- * Dropped: `metadata.managedFields` (server-side apply bookkeeping, often the largest part of an
- * object) and the `kubectl.kubernetes.io/last-applied-configuration` annotation (a JSON copy of the
- * whole object written by `kubectl apply`); a controller reads neither, and client-go informers are
- * commonly given the same transform.
- *
- * Shared: JSON.parse makes a new string for every value, so 10,000 tasks hold 10,000 copies of their
- * apiVersion, kind, namespace, finalizer, state and descriptions, and several copies per task of the
- * same timestamp. Values up to 64 characters go through one table of canonical strings. Names, UIDs
- * and resourceVersions are unique per object and skip the table; other unique values (a task's Etcd,
- * its run IDs) cannot be told apart from shared ones, so the table is cleared whenever it reaches 4,096
- * entries. A value repeated across objects is back in it after its next use, and the unique ones stop
- * costing a table entry each: with 10,000 tasks cached the table held ~25,000 entries (~0.9 MB) at
- * 50,000.
- *
- * Small objects and arrays made only of values seen before (a task's config, its finalizers, its
- * annotations) are shared the same way, by their JSON, and frozen: 10,000 tasks of one kind hold one
- * `{ onDemandSnapshot: { type: "full" } }`. One value never seen before (an Etcd's name, a run ID) keeps
- * its object out of the table, so unique objects cost no entry. Sharing is an optimisation, never needed
- * for correctness: a cached object is read, never changed, by everything that gets it.
- *
- * Measured: the copy walks every value anyway, so it also adds up about how many bytes of JSON it kept
- * (string lengths, keys, 8 per other value; `cacheCopy`), the figure a task's size bound is checked
- * against (task-cache.ts) without a JSON.stringify of each object.
+ * What the informer cache keeps of an object: a copy without `metadata.managedFields` and kubectl's
+ * last-applied annotation, whose short strings and small value-only objects are shared through a bounded
+ * table of canonical values (frozen), and which counts about how many bytes of JSON it kept
+ * (`cacheCopy`), the figure the task cache's size bound is checked against (task-cache.ts). Sharing
+ * never matters for correctness: a cached object is read, never changed. Why and how much it saves:
+ * docs/design-notes.md §12.
  */
 import { isKubeObject, type KubeObject } from "../kube/object.ts";
 

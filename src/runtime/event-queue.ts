@@ -1,14 +1,9 @@
 /**
- * Events off the pass's path. An Event is best effort, but creating one is an API request (and, when
- * the apiserver throttles Events, up to 3 retries within 10 s): recorded inline, it held the pass, and
- * with it one of the controller's few concurrent slots, for a write the task's lifecycle does not wait
- * on. client-go's recorder hands Events to a buffered channel for the same reason.
- *
- * Here `record` puts the Event in a bounded queue and returns; a few sender fibers create them in the
- * order they were queued (several at once, so one slow create does not hold the others; each Event keeps
- * the time it happened). A full queue drops the Event, counted as a dropped Event fault and logged at
- * WARN: the controller's memory stays bounded when the apiserver refuses Events for a long time. When
- * the scope closes (the controller stops), what is queued is still sent, for at most `drainTimeout`.
+ * Events off the pass's path, as client-go's recorder does: `record` puts the Event in a bounded queue
+ * and returns, so a slow or throttled Event create never holds a pass. A few sender fibers create them
+ * in queued order, each with the time it happened. A full queue drops the Event (counted as a dropped
+ * Event fault, logged at WARN), so memory stays bounded while the apiserver refuses Events. When the
+ * scope closes, what is queued is still sent, for at most `drainTimeout`.
  */
 
 import type * as Cause from "effect/Cause";

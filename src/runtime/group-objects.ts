@@ -1,11 +1,8 @@
 /**
  * The controller's cache of the objects that name admission groups (Etcds for EtcdOpsTask), shared
- * with the handlers that read them: a handler that reads its group object from here makes no request
- * (two GETs per snapshot task before, issue 17). The controller attaches the cache of each namespace
- * it watches while it runs; a reader looks there first and asks the apiserver on a miss.
- *
- * `keep` says what the cache holds of each object: handlers read a few fields of a large object, and
- * 10,000 of them cached whole would be most of the controller's memory.
+ * with the handlers that read them: a reader looks in the cache of the task's namespace first (the
+ * controller attaches one per watched namespace while it runs) and asks the apiserver on a miss.
+ * `keep` says what the cache holds of each object, so 10,000 large objects do not fill the memory.
  */
 import type { KubeObject } from "../kube/object.ts";
 

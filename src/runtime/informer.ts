@@ -1,39 +1,13 @@
 /**
- * A list-watch cache of one namespaced custom resource (in one namespace or all), in Effect.
+ * A list-watch cache of one namespaced custom resource (in one namespace or all), over opstask's
+ * `KubeClient` (why not client-node's informer: docs/design-notes.md §8).
  *
- * Written over opstask's `KubeClient` (LIST and a watch stream) rather than client-node's
- * `makeInformer`/`ListWatch`, which stops for good on any error other than 410, never asks for
- * bookmarks and cannot be told to time out (docs/design-notes.md §8). The loop:
- *
- *   LIST (paginated) ─▶ WATCH from the list's resourceVersion (allowWatchBookmarks, timeoutSeconds)
- *      ▲                   │ events and bookmarks move the resourceVersion on
- *      │ 410 Gone          │ server closed the watch (timeoutSeconds): watch again at once
- *      └───────────────────┤ error, stall (watchdog), or a watch that ended at once:
- *                          │   watch again after a jittered exponential backoff (200 ms → 30 s)
- *
- * When the API server did not answer at all (or answered 5xx, or the watch stalled), the backoff is cut
- * short by a probe: `GET /readyz` once a second (`probeInterval`) while backing off; the first answer
- * below 500 (403 included: the server is there) ends the wait and resets the backoff. Without it, the watch of a
- * controller that lived through a minute-long outage would come back up to 45 s after the API did.
- * Expiries (410) and failures are logged at WARN and counted (`KubeFaults`, if provided).
- *
- * A relist diffs the fresh list against the cache: objects that vanished while no watch was open are
- * emitted as synthetic DELETED (with their last known state), as client-go's DeltaFIFO does.
- *
- * Read-your-writes: the controller puts the objects its writes return into the cache with `upsert`. A
- * watch event or list item older than the cached object then updates nothing (the change it carries
- * is already contained in the newer object) but is still emitted, because the controller may not
- * have looked at it. resourceVersions are ordered only when both are decimal integers (what the
- * apiserver's etcd3 storage produces, see `compareResourceVersions`); unordered ones are taken as newer.
- *
- * Events are emitted only for changes of what the server delivered: a replayed event (same or older
- * resourceVersion than the last delivery for that object) is dropped. Echoes of our own writes are
- * emitted like any change unless `echoes: "suppress"` (the memory controller sees them too; a pass on
- * an echo must cost nothing, docs/design-notes.md §5).
- *
- * Over 400 lines, knowingly: the loop above is one state machine over one cache (list, watch, relist,
- * backoff and its probe, echo and replay filtering share the cache and the resourceVersion), and
- * cutting it across files would spread that shared state rather than simplify it.
+ * LIST, then WATCH from its resourceVersion with bookmarks. A 410 relists; a watch the server closed
+ * reconnects at once; an error or a stall (watchdog) reconnects after a jittered backoff that a
+ * `GET /readyz` probe cuts short. A relist emits objects that vanished meanwhile as synthetic DELETED.
+ * Objects the controller wrote enter through `upsert`; an older event then updates nothing but is still
+ * emitted, and a replayed one is dropped. Echoes of our own writes are emitted unless
+ * `echoes: "suppress"` (docs/design-notes.md §5). The loop and its reasons: docs/design-notes.md §11.
  */
 import type * as Cause from "effect/Cause";
 import * as Clock from "effect/Clock";
@@ -331,10 +305,9 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
      * asked again for an eighth as many objects, down to one; after a page that fits, the next asks
      * for as many objects of that page's average size as fill 3/4 of the bound, if that is more (at
      * most `pageSize`): a page that fits never makes the next one smaller.
-     * Parsing items one by one as they stream in would bound it too, but a parser written in
-     * JavaScript is many times slower than JSON.parse under --jitless, on every page; this costs
-     * nothing where pages are small (500 tasks of a few KB: one request per page, as before), and
-     * only a few cut reads where objects are large.
+     * (Not a streaming parser: one in JavaScript is many times slower than JSON.parse under
+     * --jitless on every page; this costs nothing where pages are small, and a few cut reads where
+     * objects are large.)
      */
     const listAll: Effect.Effect<ListResult, KubeError> = Effect.gen(function* () {
       const items: KubeObject[] = [];

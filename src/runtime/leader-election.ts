@@ -1,30 +1,10 @@
 /**
- * Leader election over a `coordination.k8s.io/v1` Lease, as client-go's `leaderelection` package does it
- * (client-node has none, docs/design-notes.md §9). One elector per process and Lease:
- *
- *   acquire: try every retryPeriod (jittered to [1, 2.2) × retryPeriod, client-go's JitterFactor 1.2)
- *      │ the Lease is free when it is absent (→ create), held by us, has no holder, or has not changed
- *      │ for its leaseDurationSeconds *as we observed it* (the time we first saw its current record,
- *      │ not its renewTime: clocks of different machines are never compared) → update
- *      ▼ every write carries the resourceVersion read: a 409 means someone else won the race
- *   leading: renew every retryPeriod (an update of renewTime, retried every retryPeriod on failure)
- *      │ no successful renewal within renewDeadline of the last one, or the Lease seen held by someone
- *      ▼ else → `lost` completes; the elector stops for good (the process should exit: client-go's way)
- *   scope closed while leading: release (holderIdentity "", leaseDurationSeconds 1) so that another
- *      candidate takes over at its next try rather than after the lease duration (ReleaseOnCancel).
- *
- * Safety rests on renewDeadline < leaseDuration: we stop believing we lead (renewDeadline after the
- * start of our last successful renewal) before any other candidate can think the Lease expired (at the
- * earliest leaseDuration after it saw that renewal, which it cannot see before the renewal started).
- * Stricter than client-go in two points, both towards fewer double leaders: the deadline runs from the
- * last success (client-go: from the start of a renewal round, up to retryPeriod later), and a Lease
- * found held by someone else ends leadership at once (client-go keeps retrying until the deadline).
- *
- * A Lease deleted under a leader is re-created by its next renewal, as in client-go: a create cannot
- * succeed while another candidate holds the Lease, so leadership stays unique.
- *
- * Writes are JSON merge patches carrying `metadata.resourceVersion` (the apiserver's precondition, the
- * same optimistic concurrency as client-go's update) and are counted as verb "patch".
+ * Leader election over a `coordination.k8s.io/v1` Lease, following client-go's `leaderelection`
+ * protocol (docs/design-notes.md §9): acquire by a resourceVersion-guarded write every jittered
+ * retryPeriod, renew every retryPeriod, and complete `lost` (for good: the process should exit) when no
+ * renewal succeeded within renewDeadline or someone else holds the Lease. A leader whose scope closes
+ * releases the Lease. Expiry is judged from when we first saw a record, never from another machine's
+ * clock. Writes are JSON merge patches carrying `metadata.resourceVersion`, counted as verb "patch".
  */
 import * as Clock from "effect/Clock";
 import * as Data from "effect/Data";

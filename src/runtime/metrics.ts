@@ -90,12 +90,10 @@ export interface ControllerMetricsOptions {
 }
 
 /**
- * prom-client samples the event loop's delay with a timer (`monitorEventLoopDelay`, every 10 ms by
- * default): ~100 wake-ups a second of a process that otherwise sleeps until something is due. Its
- * timer is set to the longest a timer holds (it never fires) and the gauges read from its histogram
- * are left out; the loop's figures are taken when scraped instead: the lag of one turn then (prom-
- * client's `nodejs_eventloop_lag_seconds`) and the share of time the loop was busy since the last
- * scrape (`performance.eventLoopUtilization`, counted by libuv without waking).
+ * The event loop's figures without waking an idle process: prom-client's delay sampler gets a timer
+ * that never fires and its histogram gauges are left out; the lag of one turn
+ * (`nodejs_eventloop_lag_seconds`) and the busy share since the last scrape
+ * (`performance.eventLoopUtilization`) are read when scraped. Why: bench/PROFILE.md, "What woke it".
  */
 const eventLoopFigures = (registry: Registry, prefix: string): void => {
   for (const name of [

@@ -1,16 +1,8 @@
 /**
- * What `/readyz` answers for `opstask controller`: undefined when ready, else why not.
- *
- * - A leader is ready once its caches hold the first LIST; a standby is ready (healthy, waiting for the
- *   Lease).
- * - Either is not ready once it has lost contact with the API server (no answered request, see
- *   runtime/api-contact.ts) for `apiLostGraceMs`, and ready again at the first answered request.
- *
- * The choice: readiness, not liveness, because a restart does not bring the API server back, and
- * losing the Lease already ends a leader that cannot renew it. The grace period of 30 s rides out a
- * kube-apiserver restart or a short network blip (seconds) without flapping; with the Deployment's
- * probe (every 5 s, 3 failures) a pod shows NotReady about 45 s into an outage, which is what an
- * operator sees in `kubectl get pods`, and what alerts on unready pods pick up.
+ * What `/readyz` answers for `opstask controller`: undefined when ready, else why not. A leader is
+ * ready once its caches hold the first LIST, a standby at once; either is not ready after
+ * `apiLostGraceMs` without contact to the API server (src/runtime/api-contact.ts), and ready again at the
+ * first answered request. Why readiness and not liveness, and why 30 s: docs/design-notes.md §13.
  */
 export const apiLostGraceMs = 30_000;
 

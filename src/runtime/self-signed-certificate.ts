@@ -1,15 +1,9 @@
 /**
- * A self-signed serving certificate made at start-up, for `--metrics-secure` without certificate
- * files (as controller-runtime's secure metrics serving does): ECDSA P-256, SHA-256, valid for a year,
- * for the given DNS names and IP addresses. Scrapers cannot verify it (it is its own issuer); the
- * protection it gives is the encryption of the token and the answer. Give `--metrics-tls-cert-file`
- * and `--metrics-tls-key-file` (cert-manager, a service CA) for a verifiable one.
- *
- * Hand-written DER rather than a library: Node can create keys and sign but not issue X.509; the
- * libraries that do (@peculiar/x509 and `selfsigned`, which builds on it) bring a dozen packages,
- * a dependency-injection container among them, into a controller that needs one certificate. What is
- * encoded here (with der.ts) is the fixed shape of RFC 5280 §4.1 with three extensions; `new X509Certificate()`
- * parses the result in the tests, and a TLS client accepts it.
+ * A self-signed serving certificate made at start-up, for `--metrics-secure` without certificate files
+ * (as controller-runtime does): ECDSA P-256, SHA-256, valid for a year, for the given DNS names and IP
+ * addresses. It encrypts the token and the answer but cannot be verified; give `--metrics-tls-cert-file`
+ * and `--metrics-tls-key-file` for one that can. Encoded by hand (der.ts) in the fixed shape of
+ * RFC 5280 §4.1 with three extensions; why no library: docs/design-notes.md §14.
  */
 import { generateKeyPairSync, randomBytes, sign } from "node:crypto";
 import { isIP, isIPv4 } from "node:net";

@@ -1,8 +1,8 @@
 /**
  * The image recipe of a kind's controller, the flagship's Dockerfile for an operator's project: the
- * operator's main bundled and minified (`opstask bundle`, the flagship's scripts/bundle.ts recipe:
- * no node_modules in the image, ~20 MB less resident than running the sources) on distroless Node,
- * non-root, with the V8 flags NODE_OPTIONS cannot carry on node's command line.
+ * operator's main bundled and minified (`opstask bundle`, the flagship's scripts/bundle.ts recipe, no
+ * node_modules in the image) on distroless Node, non-root, with the V8 flags NODE_OPTIONS cannot carry
+ * on node's command line.
  */
 import { metricsPort, probePort } from "./controller-deployment.ts";
 import { tunedV8Flags } from "./node-settings.ts";
