@@ -7,6 +7,7 @@
  * changes nothing, so a retried write, two controllers' writes or a replay after a conflict converge
  * on the same entry.
  */
+import { compareCodeUnits } from "../code-unit-order.ts";
 import { boundedLabelValue } from "../runtime/metric-series.ts";
 
 export type OutcomeState = "Succeeded" | "Failed" | "Rejected";
@@ -131,7 +132,7 @@ export const withinLimits = (entries: ReadonlyArray<HistoryEntry>, limits: Histo
   const ordered = [...entries].sort((a, b) => {
     const [ra, ta] = evictionRank(a);
     const [rb, tb] = evictionRank(b);
-    return ra - rb || ta - tb || entryKey(a.target, a.type).localeCompare(entryKey(b.target, b.type));
+    return ra - rb || ta - tb || compareCodeUnits(entryKey(a.target, a.type), entryKey(b.target, b.type));
   });
   const evicted: HistoryEntry[] = [];
   while (
@@ -145,7 +146,7 @@ export const withinLimits = (entries: ReadonlyArray<HistoryEntry>, limits: Histo
 };
 
 const sortedForStorage = (entries: ReadonlyArray<HistoryEntry>): ReadonlyArray<HistoryEntry> =>
-  [...entries].sort((a, b) => entryKey(a.target, a.type).localeCompare(entryKey(b.target, b.type)));
+  [...entries].sort((a, b) => compareCodeUnits(entryKey(a.target, a.type), entryKey(b.target, b.type)));
 
 /** The ConfigMap data key holding the entries (JSON). */
 export const entriesDataKey = "entries.json";

@@ -3,6 +3,8 @@
  * retries count. `code` is the HTTP status, or 0 when no response arrived (network error, timeout,
  * abort). A plain in-memory object; a Prometheus exporter reads `snapshot()`.
  */
+import { compareCodeUnits } from "../code-unit-order.ts";
+
 export type Verb = "get" | "list" | "watch" | "create" | "patch" | "delete";
 
 export interface RequestCount {
@@ -31,6 +33,6 @@ export class RequestCounter {
 
   /** Every (verb, code) pair seen so far, sorted. */
   snapshot(): ReadonlyArray<RequestCount> {
-    return [...this.#counts.values()].sort((a, b) => a.verb.localeCompare(b.verb) || a.code - b.code);
+    return [...this.#counts.values()].sort((a, b) => compareCodeUnits(a.verb, b.verb) || a.code - b.code);
   }
 }

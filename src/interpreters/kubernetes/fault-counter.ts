@@ -6,9 +6,11 @@
  * The counter is found as an optional service (`KubeFaults`), as a logger or tracer is: the writer and
  * the informer run without one in tests and benchmarks, and `opstask controller` provides one.
  */
+
 import * as Context from "effect/Context";
 import * as Effect from "effect/Effect";
 import * as Option from "effect/Option";
+import { compareCodeUnits } from "../../code-unit-order.ts";
 
 /** What was being done: one of the task writes, a LIST or WATCH of an informer, or an Event. */
 export type FaultOperation =
@@ -55,7 +57,7 @@ export class FaultCounter {
 
   snapshot(): ReadonlyArray<FaultCount> {
     return [...this.#counts.values()].sort(
-      (a, b) => a.operation.localeCompare(b.operation) || a.fault.localeCompare(b.fault),
+      (a, b) => compareCodeUnits(a.operation, b.operation) || compareCodeUnits(a.fault, b.fault),
     );
   }
 }
