@@ -1,18 +1,13 @@
 /**
  * Task history: per namespace, target and task type, the last outcome and the last success and
- * failure times, written to one ConfigMap per namespace (history-store.ts) so that they outlive the
- * tasks' TTL and the controller, and shown as metrics (history-metrics.ts).
+ * failure times, kept in one ConfigMap per namespace (history-store.ts) so that they outlive the tasks'
+ * TTL and the controller, and shown as metrics (history-metrics.ts).
  *
- * It listens as a `ControllerObserver` and never holds a pass: an outcome is queued, and a writer per
- * namespace merges the queue into the ConfigMap in the background (a PUT with the resourceVersion it
- * read; on a conflict it reads again and merges, up to `conflictAttempts` times). A write that fails
- * is logged and counted, and its outcomes stay queued for a retry with backoff. `takeover` reads every
- * history ConfigMap of the kind once this instance leads, so the metrics answer what the last leader
- * showed.
- *
- * The error code of a Failed or Rejected task comes from the status its pass persisted: the outcome
- * waits for the end of the pass that wrote the terminal state (`passTransitions`), or the task's
- * deletion, whichever comes first.
+ * A `ControllerObserver` that never holds a pass: an outcome (with its error code, which comes with the
+ * write that ended the task) is queued, and a writer per namespace merges the queue into the ConfigMap
+ * in the background (a PUT with the resourceVersion read; a conflict reads and merges again, up to
+ * `conflictAttempts` times; a failure is logged, counted and retried with backoff). `takeover` reads
+ * every history ConfigMap of the kind once this instance leads, so the metrics continue the last leader's.
  */
 import type { KubeClient } from "../kube/kube-client.ts";
 import type { ControllerObserver, TaskLabels } from "../runtime/metrics.ts";

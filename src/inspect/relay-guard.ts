@@ -1,18 +1,8 @@
 /**
- * Who may talk to the inspection relay. It listens on loopback, but loopback is reachable from every
- * web page open in a browser on the same machine:
- *
- * - Host: a page on a name the attacker controls can re-point that name at 127.0.0.1 (DNS rebinding)
- *   and then read the relay as its own origin. Requests whose `Host` is not a loopback name
- *   (`localhost`, `127.0.0.1`, `[::1]`) are refused. Any port: through `kubectl port-forward` the
- *   browser's port is not the relay's.
- * - Origin: WebSockets are exempt from the same-origin policy, so any page may open one to
- *   ws://127.0.0.1:<port>; browsers always send its `Origin`. Only the relay's own page may connect:
- *   an `http:` origin equal to the request's own (loopback) Host, which is what the page's
- *   `location.host` gives. Clients without an `Origin` (not a browser: Node's WebSocket, a CLI) pass.
- * - Publishing: only a client that presents the relay's publish token (held by the controller's own
- *   socket adapter; never sent to a browser) may publish. Everyone else only receives, so a viewer
- *   cannot inject events that other viewers show. The token is compared in constant time.
+ * Who may talk to the inspection relay (why these checks: docs/design-notes.md §16): a `Host` that is a
+ * loopback name, any port; an `Origin`, when sent, that is the relay's own `http:` page on that Host
+ * (clients without one, not browsers, pass); and publishing only with the relay's publish token,
+ * compared in constant time. Everyone else only receives.
  */
 import { timingSafeEqual } from "node:crypto";
 

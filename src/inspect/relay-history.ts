@@ -1,17 +1,9 @@
 /**
- * What the inspection relay remembers for viewers that join late, bounded in bytes.
- *
- * Replay: the last `windowSize` messages, preceded by every known actor's `@xstate.actor` message (and
- * its latest snapshot when that fell out of the window), so that a viewer opened late still gets the
- * definition of every task, which a plain last-N buffer loses on a busy controller.
- *
- * Bounds: at most `windowSize` window messages, `maxActors` actors, and `maxBytes` over everything
- * kept, counted as string length (the messages are JSON, which V8 keeps at one byte per character
- * while it is ASCII, two otherwise). A count alone does not bound memory: a publisher may send one
- * large message as cheaply as a small one. Beyond `maxBytes`
- * the least recently active entries go first, window messages and actors alike (an actor is active when
- * announced or snapshotted), so what a late viewer gets is always the newest. A message larger than the
- * whole budget is relayed live but never kept.
+ * What the inspection relay replays to a viewer that joins late: the last `windowSize` messages,
+ * preceded by every known actor's `@xstate.actor` message (and its latest snapshot when that left the
+ * window), so a late viewer still gets every task's definition. Bounded by `windowSize`, `maxActors` and
+ * `maxBytes` of string length over everything kept (a count alone does not bound memory); beyond them the
+ * least recently active entries go first. A message larger than the whole budget is relayed, never kept.
  */
 
 interface Recorded {

@@ -1,18 +1,10 @@
 /**
- * The inspection relay's viewers, each bounded in what the relay holds for it, and bounded in number.
- *
- * Backlog: a viewer's unsent bytes are its socket's `bufferedAmount` (what `ws` and Node keep queued
- * once the kernel's socket buffers are full). A viewer that does not read would otherwise pin every
- * later message. A viewer may hold its replay (bounded by the history) plus `maxBacklogBytes` of live
- * messages; a message that would take it past that disconnects it instead of being queued.
- *
- * Disconnect, not drop: the inspector rebuilds each task from the sequence of events and snapshots, so
- * a viewer that silently missed some would show states that never happened. Disconnected, it knows, and
- * a reload replays the current state of every task. `terminate()`, not `close()`: a close frame would
- * queue behind the unread bytes and keep them until ws's close timeout.
- *
- * Number: at most `maxViewers` viewers; the next one is accepted and closed at once with 1013 (try
- * again later) and a reason, which a browser's WebSocket (and the bridge page) can show.
+ * The inspection relay's viewers, bounded in number and in what the relay holds for each. A viewer may
+ * hold its replay plus `maxBacklogBytes` of unsent live messages (its socket's `bufferedAmount`); a
+ * message past that terminates it rather than dropping the message, because the inspector rebuilds each
+ * task from the whole sequence and a gap would show states that never happened (a reload replays the
+ * current state). `terminate()`, not `close()`: a close frame would queue behind the unread bytes.
+ * Beyond `maxViewers`, a new viewer is closed at once with 1013 (try again later) and a reason.
  */
 
 /** What the relay uses of a viewer's socket (ws's `WebSocket`). */

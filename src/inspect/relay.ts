@@ -1,15 +1,10 @@
 /**
  * The inspection relay: HTTP + WebSocket on one loopback port, speaking the protocol of
- * @statelyai/inspect's `createInspectorServer` (`GET /` serves a page that iframes the Stately
- * inspector and forwards every relayed message to it; late joiners get a replay). `createInspectorServer`
- * 0.7.2 itself is not used because it binds every interface (no host option), crashes the process on
- * EADDRINUSE (unhandled `error` event), its `stop()` neither waits nor closes connected clients, and it
- * re-broadcasts whatever any client sends.
- *
- * Here only the publisher (the controller's own socket adapter, which holds `publishUrl` and its
- * token) may send; viewers only receive. Host and Origin are checked on every request (relay-guard.ts
- * says why), the replay history is bounded in bytes (relay-history.ts), and so is what the relay holds
- * for each viewer, and the number of viewers (relay-viewers.ts).
+ * @statelyai/inspect's `createInspectorServer` (`GET /` serves a page that iframes the inspector; late
+ * joiners get a replay). Only the publisher holding `publishUrl`'s token may send; Host and Origin are
+ * checked on every request (relay-guard.ts); the replay, each viewer's backlog and the number of viewers
+ * are bounded (relay-history.ts, relay-viewers.ts). Why not `createInspectorServer`:
+ * docs/design-notes.md §16.
  */
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";

@@ -1,11 +1,8 @@
 /**
  * The transport from `createInspector` to a relay: a WebSocket client (Node's global `WebSocket`) that
- * queues while disconnected and reconnects. It replaces `createWebSocketInspector`'s adapter, which in
- * @statelyai/inspect 0.7.2 cannot be stopped: its reconnect is an uncancellable 5 s timer that opens a
- * new socket after `stop()` (so the process never exits when nothing listens, or when stopped while
- * connecting), it re-sends its whole backlog on every reconnect, and it never reconnects after a clean
- * close. Here `stop()` cancels the timer, closes the socket and resolves once it is closed, and the
- * reconnect timer is unref'd so that inspection alone never keeps the process alive.
+ * queues while disconnected and reconnects on an unref'd timer, so inspection alone never keeps the
+ * process alive; `stop()` cancels the timer, closes the socket and resolves once it is closed. Why not
+ * `createWebSocketInspector`'s adapter: docs/design-notes.md §16.
  */
 import type { StatelyInspectionEvent } from "@statelyai/inspect";
 

@@ -1,17 +1,11 @@
 /**
  * Streams the task lifecycle to the Stately inspector: one inspected actor per task (id = task key,
- * sessionId stable per task UID), fed from the passes the controller reports through
- * `ControllerObserver.passTransitions`. On a task's first pass the actor is announced with the machine
- * definition; each pass then sends its events (`reconcile`, each `phase.*` with the microsteps it
- * caused) and the snapshot it ended in. Later passes first send the `idle` snapshot the pass was
- * rebuilt from, since every pass starts again from the object.
- *
- * @statelyai/inspect and `ws` are imported only when `startStatelyInspector` runs. Messages go through
- * the library's `createInspector` (its message format), over our own socket adapter and relay (see
- * socket-adapter.ts and relay.ts for why not the library's) so that `stop()` lets the process exit.
- *
- * View: open the relay's page (`http://127.0.0.1:8080/` by default; port-forward it from a cluster)
- * in a browser with internet access: the page embeds https://stately.ai/inspect.
+ * sessionId stable per UID), announced with the machine definition on its first pass; each pass
+ * (`ControllerObserver.passTransitions`) sends the `idle` snapshot it started from, its events and the
+ * snapshot it ended in. Messages use @statelyai/inspect's format over our own socket adapter and relay
+ * (socket-adapter.ts, relay.ts), both loaded only when `startStatelyInspector` runs, so `stop()` lets the
+ * process exit. View: the relay's page (`http://127.0.0.1:8080/` by default), which embeds
+ * https://stately.ai/inspect.
  */
 import type { StatelyInspectionEvent } from "@statelyai/inspect";
 import { taskMachine } from "../machine/task-machine.ts";

@@ -1,21 +1,13 @@
 /**
  * Where the controller finds its cluster, as kubectl and client-go do: an explicit kubeconfig path, else
- * in-cluster (the pod's service account) when running in a pod, else `$KUBECONFIG`, else
- * `~/.kube/config`.
- *
- * Read here without client-node (see kube-client.ts for why) for what a controller meets in practice:
- * the service account, bearer tokens (inline or file), client certificates, CA data or files,
- * insecure-skip-tls-verify, tls-server-name, basic auth, impersonation. A kubeconfig that needs more
- * (exec or auth-provider credentials, several files in `$KUBECONFIG`) is handed to client-node's
- * `KubeConfig`, loaded only then. A `proxy-url` is refused with an error naming it: neither client
- * sends the controller's requests through a proxy, and ignoring it would send them (and their
- * credentials) on a path the kubeconfig's author did not mean.
- *
- * A kubeconfig holds keys and tokens: an error about it names the file, the field or the line and
- * column, never its content (a YAML parser's message quotes the offending line).
- *
- * The YAML parser is loaded only to read a kubeconfig file in YAML (src/yaml-text.ts): a controller in
- * a pod never holds it.
+ * in-cluster (the pod's service account), else `$KUBECONFIG`, else `~/.kube/config`. Read without
+ * client-node for what a controller meets in practice (service account, bearer tokens, client
+ * certificates, CA data or files, insecure-skip-tls-verify, tls-server-name, basic auth, impersonation);
+ * a kubeconfig that needs more (exec or auth-provider credentials, several files in `$KUBECONFIG`) goes to
+ * client-node's `KubeConfig`, loaded only then (docs/design-notes.md §15). A `proxy-url` is refused by
+ * name: neither client proxies, and ignoring it would send credentials on a path not meant. Errors name
+ * the file, field or line and column, never the content (it holds keys and tokens). The YAML parser
+ * loads only for a YAML file (src/yaml-text.ts).
  */
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";

@@ -1,15 +1,12 @@
 /**
- * `memberHandlers`: a registry whose handlers each get their own config member, typed. A handler for
- * `checksum` is written against `Extract<Config, { kind: "checksum" }>` (its `url`, its `sha256`), not
- * the whole union it would otherwise have to narrow again:
+ * `memberHandlers`: a registry whose handlers each get their own config member, typed (a `checksum`
+ * handler sees `Extract<Config, { kind: "checksum" }>`, not the whole union). The result is a plain
+ * `HandlerRegistry`; the compiler checks that there is exactly one handler per member.
  *
  *   export const handlers = memberHandlers((task: Verification) => task.spec.config, {
  *     checksum: promiseHandler({ execute: async (task, { config }) => verify(config.url, config.sha256) }),
  *     restoreTest: { admit, execute, cleanup },   // Effect phases: (task, context) => Effect
  *   });
- *
- * The result is a plain `HandlerRegistry`, so `runTaskController`, `simulate` and the CLI take it as
- * they take any other; the compiler checks that there is exactly one handler per member.
  */
 import type * as Effect from "effect/Effect";
 import type { HandlerRegistry, TaskHandler, TaskPhase } from "../handlers/handler.ts";

@@ -1,15 +1,10 @@
 /**
- * `promiseHandler`: a `TaskHandler` from plain functions, for handlers that do not want Effect. Each
- * phase returns a `PhaseOutcome` or a Promise of one and gets the call's `HandlerContext`: `attempt`,
- * `log`, `objects`, `events`, `kube`, and a `signal` that fires when the lifecycle drops the call (the
- * task was deleted while Admit or Execute ran, or the controller stops).
- *
- * A phase that throws or rejects is a bug, not a verdict: the runtime logs it with its stack and tries
- * the phase again, and the phase's `handlerDefectLimit`-th defect (default 5) fails the task with
- * ERR_HANDLER_DEFECT. One rejection is not: `context.objects.get` finding the API server unreachable
- * (`ObjectsUnavailable`) is a `retry` with ERR_API_UNAVAILABLE and backoff, however long the outage.
- * Catch what else is worth another try and say `retry(...)`; say `failed(...)` when retrying cannot
- * help.
+ * `promiseHandler`: a `TaskHandler` from plain functions returning a `PhaseOutcome` or a Promise of one,
+ * each given the call's `HandlerContext` (its `signal` fires when the lifecycle drops the call). A throw
+ * or rejection is a bug, not a verdict: it is logged and the phase tried again, and the
+ * `handlerDefectLimit`-th (default 5) fails the task with ERR_HANDLER_DEFECT. The exception is
+ * `ObjectsUnavailable` from `context.objects.get`: a `retry` with ERR_API_UNAVAILABLE, however long the
+ * outage. Say `retry(...)` for what is worth another try, `failed(...)` when retrying cannot help.
  */
 import * as Effect from "effect/Effect";
 import type { TaskHandler } from "../handlers/handler.ts";

@@ -1,18 +1,11 @@
 /**
- * `runTaskController`: the easy level. One call runs a task kind's whole lifecycle on a cluster —
- * finalizer, admission with the duplicate policy, Execute with per-task backoff, TTL deletion,
- * cleanup, status in druid's schema, Events — and returns once the task cache is synced. No Effect in
- * sight unless the handlers use services, which come in as one Layer.
- *
- * The production wiring of `opstask controller` comes with it, each part an option: leader election
- * over a Lease, `/healthz` and `/readyz`, Prometheus metrics (the admission group's label named by the
- * kind), a field manager of its own. Before it watches, it asks API discovery whether the task
- * resource is served, and fails with a clear error when the CRD is missing or the cluster does not
- * answer within `startTimeoutMs`.
- *
- * Underneath it is `runController` (src/runtime/controller.ts) with the Kubernetes interpreter
- * (`kubernetesLayer`), which advanced users can call directly (both are exported), e.g. to share a
- * scope or run several kinds in one Effect program.
+ * `runTaskController`, the easy level: one call runs a task kind's whole lifecycle on a cluster
+ * (finalizer, admission with the duplicate policy, Execute with per-task backoff, TTL deletion, cleanup,
+ * status in druid's schema, Events) with the production wiring as options (leader election, `/healthz`
+ * and `/readyz`, Prometheus metrics, a field manager of its own), and returns once the task cache is
+ * synced. It fails with a clear error when the CRD is missing or the cluster does not answer within
+ * `startTimeoutMs` (start-checks.ts). Underneath: `runController` (src/runtime/controller.ts) with
+ * `kubernetesLayer`, both exported for programs that need the hard mode.
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";

@@ -1,9 +1,8 @@
 /**
  * Before `runTaskController` starts watching: is the cluster there, and does it serve the task
- * resource? Without this, a missing CRD or an unreachable cluster left the start waiting forever for
- * a cache that could never fill (issue 14). The checks ask API discovery
- * (`GET /apis/<group>/<version>`) once, retrying transport failures until the timeout: a cluster
- * that is still booting gets its chance, one that is not there gets a clear answer.
+ * resource? One API discovery request (`GET /apis/<group>/<version>`), transport failures retried until
+ * the timeout, so a booting cluster gets its chance and a missing CRD or an absent cluster gets a clear
+ * error instead of a start that waits forever for a cache that cannot fill.
  */
 import { ApiCallError, type KubeClient } from "../kube/kube-client.ts";
 import type { ResourceRef } from "../reconcile/task-kind.ts";

@@ -1,19 +1,11 @@
 /**
  * Who may read /metrics in secure mode, decided by the kube-apiserver as controller-runtime's
- * `filters.WithAuthenticationAndAuthorization` does: the bearer token is checked with a TokenReview,
- * and the user it names must be allowed `get` on the non-resource URL `/metrics` (a
- * SubjectAccessReview). So a scraper needs a ServiceAccount token and a ClusterRole with
- * `nonResourceURLs: ["/metrics"], verbs: ["get"]`; the controller needs `create` on tokenreviews and
- * subjectaccessreviews (deploy/clusterrole-metrics-auth.yaml).
- *
- * Decisions are cached by a hash of the token (never the token itself): an allowed one for 60 s, a
- * refused one for 10 s, at most 1,024 entries; an API failure is not cached. Without the cache every
- * scrape would cost two API requests. controller-runtime keeps allowed decisions 5 minutes; 60 s here
- * bounds how long a revoked binding still reads metrics.
- *
- * Every unknown token costs two API requests, and a scraper-facing port is reachable by whoever the
- * NetworkPolicy admits: at most `maxInFlight` reviews run at once, and further requests are answered
- * 429 without asking, so a flood of made-up tokens cannot turn into a flood of reviews.
+ * `filters.WithAuthenticationAndAuthorization` does: a TokenReview of the bearer token, then a
+ * SubjectAccessReview of `get` on the non-resource URL `/metrics` (its RBAC:
+ * deploy/clusterrole-metrics-auth.yaml).
+ * Decisions are cached by a hash of the token (allowed 60 s, refused 10 s, at most 1,024; API failures
+ * not cached), and at most `maxInFlight` reviews run at once, further requests answered 429 without
+ * asking. Why these figures: docs/design-notes.md §17.
  */
 import { createHash } from "node:crypto";
 import * as Duration from "effect/Duration";

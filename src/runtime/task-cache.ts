@@ -9,10 +9,8 @@
  * them (`TaskKind.cachedMetadata`). Dropped: other labels and annotations, ownerReferences,
  * managedFields and the rest. Nothing needs a hash to notice a change: the resourceVersion does.
  *
- * Bounded: the copy measures what it kept (cache-object.ts); a task over `maxBytes` is kept as a stub
- * (reconcile/oversized-task.ts) holding its identity, finalizers and read annotations when those fit
- * in half the bound, and its status when that fits in the other half. So every cached task costs at
- * most about `maxBytes`, and the controller's memory grows with the number of tasks, not their size.
+ * Bounded: a task whose copy measures over `maxBytes` (cache-object.ts) is kept as a stub
+ * (src/reconcile/oversized-task.ts), so memory grows with the number of tasks, not their size.
  */
 import type { KubeObject } from "../kube/object.ts";
 import { markOversized, oversizedOf } from "../reconcile/oversized-task.ts";

@@ -1,22 +1,14 @@
 /**
  * The schedule's decisions, pure: `decide(schedule, now, runs)` says what to create, what to delete,
- * what was skipped, when to look again and what the status says. No I/O and no clock: the controller
- * performs the decision — the status first (it records the scheduled time as handled, so a crash
- * after it loses that run rather than repeating it), then the create, then the deletions — and the
- * property tests
- * (test/schedule/decide.property.test.ts) run it through failovers, outages and clock steps.
+ * what was skipped, when to look again and what the status says. The controller performs them status
+ * first (so a crash after it loses a run rather than repeating it), then the create, then the deletions;
+ * test/schedule/decide.property.test.ts runs it through failovers, outages and clock steps.
  *
- * The rules, as a CronJob's where users know them, with two differences:
- * - a backlog never fires more than one run: after an outage (or a suspension, or a clock step
- *   forward) only the most recent missed time runs, and the earlier ones are recorded as one
- *   `Superseded` skip (CloudNativePG #7623 fired ~380 runs at once);
- * - `Replace` creates the new run only once the replaced one is gone (its cleanup done), so two runs
- *   never overlap under Replace either.
- *
- * A scheduled time is handled once: it counts as handled when the status records it as the last
- * schedule time, when a run stands for it (a manual trigger, or a status lost to a stale writer), or
- * when it is recorded as skipped. Two deciders that see the same stale state decide the same run
- * name, so at most one create succeeds.
+ * The rules are a CronJob's with two differences: a backlog fires only its most recent missed time, the
+ * earlier ones recorded as one `Superseded` skip; and `Replace` creates the new run only once the
+ * replaced one is gone. A scheduled time is handled once (recorded as the last schedule time, stood for
+ * by a run, or recorded as skipped), and run names are deterministic, so two deciders on the same stale
+ * state create at most one run. Why: docs/design-notes.md §18.
  */
 import * as Result from "effect/Result";
 import { type CronTimes, parseCron } from "./cron-times.ts";

@@ -1,17 +1,10 @@
 /**
- * The schedule controller: a small controller of its own, built from the runtime's public pieces (an
- * informer of TaskSchedules, one informer per task kind it runs, filtered by the schedule label, a
- * work queue, the Kubernetes client). It is kind-neutral: every task kind defined with the library can
- * be a target, EtcdOpsTask included.
- *
- * One pass over a schedule: decode it, check its template with the target kind's own decoder, read
- * its runs, `decide` (pure), ask the guard when a run is due, then perform — the status first (it
- * records the scheduled time as handled), then the create (AlreadyExists means another decider got
- * there: nothing to do), then the deletions. A create that fails otherwise writes the previous status
- * back so the time is tried again. The pass asks to be woken at the decision's `requeueAt`.
- *
- * Time comes from `now` (default `Date.now`): a test may inject a clock and call `resync()` after
- * moving it; the queue's timers still run on real time, converted from the injected clock's distance.
+ * The schedule controller, kind-neutral and built from the runtime's public pieces (an informer of
+ * TaskSchedules, one per target kind filtered by the schedule label, a work queue, the Kubernetes
+ * client). A pass decodes a schedule, checks its template with the target kind's decoder, reads its runs,
+ * `decide`s (decide.ts), asks the guard when a run is due, and performs: the status first, then the create
+ * (AlreadyExists: another decider got there), then the deletions; a failed create writes the previous
+ * status back so the time is tried again. Time comes from `now`; the queue's timers run on real time.
  */
 import { isDeepStrictEqual } from "node:util";
 import * as Cause from "effect/Cause";

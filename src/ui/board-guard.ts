@@ -1,20 +1,10 @@
 /**
- * Who may read the task board: the checks every request passes before anything is served. Pure (a
- * request's method and headers in, a verdict out), so each rule is tested without a socket.
- *
- * - Host: one of the names the board is reachable by (loopback names when bound to loopback), so that
- *   a DNS-rebinding page on another site cannot read it through a name of its own; any port, so that
- *   a port-forward to another local port works;
- * - Origin, when the browser sends one, is the board's own; `Sec-Fetch-Site` of a data request is
- *   `same-origin` (or absent/`none` for tools): other sites' pages get nothing, not even over SSE;
- * - data (`/api/…`) needs the token printed at start, as an `Authorization: Bearer` header, from tools
- *   and from the page alike. The page takes it from its `?token=` and keeps it in sessionStorage, which
- *   browsers scope to the page's origin, port included. Never a cookie: cookies ignore ports (RFC 6265
- *   §8.5), so a board cookie on 127.0.0.1 would reach every other server on 127.0.0.1 the browser visits;
- *   a header is sent only by the page's own requests. The page and its assets are code without data,
- *   served without the token (a reload of the page, whose address no longer shows it, must load);
- *   a wrong `?token=` on them is refused, so a mistyped URL says so at once;
- * - reads only (GET, HEAD): the board takes no input that could reach another viewer.
+ * Who may read the task board: the checks every request passes before anything is served, pure (method
+ * and headers in, a verdict out). Host is a name the board is reachable by (any port); a browser's
+ * Origin is the board's own and a data request's `Sec-Fetch-Site` is `same-origin` (or absent/`none`);
+ * data (`/api/…`) needs the token printed at start as `Authorization: Bearer`; the page and its assets,
+ * code without data, are served without it but a wrong `?token=` on them is refused; and only GET and
+ * HEAD. Why a header and never a cookie, and why each check: docs/design-notes.md §19.
  */
 import { timingSafeEqual } from "node:crypto";
 

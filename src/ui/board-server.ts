@@ -3,7 +3,7 @@
  * the tasks as JSON, and a Server-Sent Events stream of task changes. Every request passes
  * `checkRequest` (board-guard.ts) first.
  *
- * Endpoints (GET; the token as `Authorization: Bearer`, board-guard.ts says why not a cookie):
+ * Endpoints (GET; the token as `Authorization: Bearer`, never a cookie: docs/design-notes.md §19):
  * - `/api/machine`: `{ states, edges, counts }`: the machine's states and edges from its definition,
  *   and how many tasks sit in each state now;
  * - `/api/machine.svg`: the machine drawn by Graphviz (the same as `opstask machine --format svg`);

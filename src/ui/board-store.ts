@@ -1,16 +1,9 @@
 /**
- * The task board's memory: what the controller reported about each task, bounded so that a busy or
- * long-running controller cannot grow it without limit.
- *
- * Fed from three places: the task facts the controller decodes (every cache change and pass start:
- * name, kind, status), the recording services (handler calls, writes, Events as they happen), and the
- * end of every pass (`ControllerObserver.passTransitions`: the machine's steps and where it rested).
- * Activity is kept per task UID until its pass ends, then filed under that pass: passes of one task
- * never overlap, so everything reported for a UID between two pass ends belongs to the later one.
- *
- * Bounds: every string is cut to `maxText` characters, a pass keeps at most `maxSteps` transitions,
- * a task its newest `maxPasses` passes, and all tasks together about `maxBytes` (JSON size); beyond
- * that the tasks updated longest ago are forgotten first (their next report brings them back).
+ * The task board's memory of each task, bounded. Fed by the task facts the controller decodes, the
+ * recording services (handler calls, writes, Events) and every pass's end (`passTransitions`); activity
+ * is kept per UID until its pass ends, then filed under that pass (a task's passes never overlap).
+ * Strings are cut to `maxText`, a pass keeps `maxSteps` transitions, a task `maxPasses` passes, all tasks
+ * about `maxBytes` of JSON; beyond that the least recently updated tasks are forgotten first.
  */
 import type { TaskStatus } from "../api/status.ts";
 import { isPassEnd, type PassEnd } from "../effects/task-effect.ts";

@@ -1,15 +1,10 @@
 /**
  * `taskCli`: kubectl-style `get`, `describe`, `wait`, `create` and `delete` for an operator's own task
- * kinds, the commands `opstask` has for EtcdOpsTask, plus the operator's own commands. An operator's
- * binary hands them its argv:
+ * kinds, plus the operator's own commands, through each kind's decoder and in its words; usage texts and
+ * errors name the program and the kinds, never EtcdOpsTask.
  *
- *   import { cliKindOf, taskCli } from "opstask/cli";
- *   process.exitCode = await taskCli([cliKindOf(greetingKind)], { program: "greeter" })(process.argv.slice(2));
- *
- * `greeter --help` lists the commands; `greeter get`, `greeter describe hi`, `greeter wait hi`,
- * `greeter create -f hi.yaml`, `greeter delete hi` then read and write the tasks through the kind's
- * own decoder, with its words and columns; usage texts and errors name the program and the kinds,
- * never EtcdOpsTask.
+ *   const cli = taskCli([cliKindOf(greetingKind)], { program: "greeter" });
+ *   process.exitCode = await cli(process.argv.slice(2));
  */
 import { basename } from "node:path";
 import { describeKinds } from "./cli-kind.ts";

@@ -1,15 +1,10 @@
 /**
- * An Effect Schema as a Kubernetes structural schema (the `openAPIV3Schema` subset a CRD accepts).
- *
- * Effect writes JSON Schema draft 2020-12 (`Schema.toJsonSchemaDocument`) for the encoded side of a
- * schema, which is the wire shape a CRD validates. That dialect differs from a structural schema in
- * ways the apiserver rejects: `$ref` into `$defs`, checks stacked under `allOf`, `anyOf` for
- * non-finite numbers and nullables, `const`, numeric `exclusiveMinimum`, `additionalProperties: true`
- * beside `properties`. This module rewrites each of those; what has no structural equivalent (a union
- * of unrelated shapes) is reported with its path instead of being approximated silently.
- *
- * Vendor keys pass through: a check whose `toJsonSchema` returns `x-kubernetes-validations` (see
- * `celRule`) lands on the node it checks, and a `default` annotation becomes the CRD default.
+ * An Effect Schema's encoded side as a Kubernetes structural schema (the `openAPIV3Schema` subset a CRD
+ * accepts): Effect's JSON Schema 2020-12 output is rewritten where the apiserver would refuse it (`$ref`,
+ * `allOf`, `anyOf` for nullables and non-finite numbers, `const`, numeric `exclusiveMinimum`,
+ * `additionalProperties: true` beside `properties`). What has no structural equivalent (a union of
+ * unrelated shapes) is an error naming its path, never approximated. `x-kubernetes-validations`
+ * (`celRule`) and `default` annotations pass through to the node they belong to.
  */
 import type * as JsonSchema from "effect/JsonSchema";
 import * as Schema from "effect/Schema";

@@ -6,7 +6,7 @@
  * The binaries: `KUBEBUILDER_ASSETS` when it names a directory holding `kube-apiserver` and `etcd`
  * (setup-envtest's), else the build cache (`~/.cache/opstask/testbin`, shared by every project), else
  * they are built there once by the package's `scripts/testbin` from the Go module proxy (Go ≥ 1.25;
- * 10–20 min on 2 cores). With `build: false`, or without Go, the start fails with what to do.
+ * it takes minutes). With `build: false`, or without Go, the start fails with what to do.
  * The control plane code uses `@kubernetes/client-node` (an optional peer dependency: install it as a
  * dev dependency); nothing of it is loaded until `startControlPlane` is called.
  */

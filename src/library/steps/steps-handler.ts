@@ -1,17 +1,10 @@
 /**
- * `stepsHandler`: a task handler made of ordered, named steps that resumes where it stopped.
- *
- * Execute does one step per call: it reads the progress from the task's own annotations
- * (step-progress.ts), runs the next step's `run`, waits for its `until` (polling, each step with its
- * own deadline), records the step's completion on the task, records an Event (`StepCompleted`), and
- * answers `retry` with `Step n/N <name>: …` as the description, so `lastOperation.description` shows
- * where the task is and the next call does the next step. The last step's completion completes the
- * phase. Cleanup of a Failed task runs the `undo` of every step whose run finished, in reverse,
- * recording each (`StepUndone`).
- *
- * What a crash or a lost write costs: a step whose completion was recorded never runs again; one that
- * ran without its completion being recorded runs again (the step author's contract: step.ts). A task
- * never reads another object's progress, so a second task of the same kind starts at step 1.
+ * `stepsHandler`: a task handler of ordered, named steps that resumes where it stopped. Each Execute
+ * call does one step: read the progress from the task's annotations (step-progress.ts), run the next
+ * step, wait for its `until` within its deadline, record its completion and a `StepCompleted` Event, and
+ * answer `retry` with `Step n/N <name>: …`; the last step completes the phase. Cleanup of a Failed task
+ * undoes the finished steps in reverse (`StepUndone`). A step whose completion was recorded never runs
+ * again; one whose record was lost runs again (the step author's contract: step.ts).
  */
 import * as Effect from "effect/Effect";
 import type { TaskState } from "../../api/status.ts";

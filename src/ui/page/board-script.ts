@@ -5,7 +5,7 @@
  * or an error text cannot inject markup. The page only reads: nothing it does reaches other viewers.
  * The token comes from the page's `?token=`, stays in this tab's sessionStorage (scoped to the board's
  * origin, port included) and rides as `Authorization: Bearer` on the page's own requests; so the event
- * stream is read with fetch, as EventSource cannot send a header (board-guard.ts says why no cookie).
+ * stream is read with fetch, as EventSource cannot send a header (why no cookie: docs/design-notes.md §19).
  */
 export const boardScript = `"use strict";
 (() => {
