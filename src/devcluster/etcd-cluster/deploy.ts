@@ -42,10 +42,9 @@ export const applyEtcdCluster = async (
   return { uid };
 };
 
-/** Creates the host directories the pods mount (the store's bucket and the data parent). */
+/** Creates the host directory the pods mount (the store's bucket). */
 export const prepareHostDirectories = (spec: EtcdClusterSpec): void => {
   mkdirSync(join(spec.storeHostPath, spec.storeContainer), { recursive: true, mode: 0o755 });
-  mkdirSync(spec.dataHostPath, { recursive: true, mode: 0o755 });
 };
 
 /** Where the sidecars' Local store keeps snapshots on the host: `<hostPath>/<container>/<prefix>/v2`. */

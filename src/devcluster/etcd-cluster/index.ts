@@ -5,9 +5,11 @@
 //   const cluster = await startEtcdCluster(kubeConfig, spec, { timeoutMs: 120_000 });
 //   cluster.snapshotDir      // the Local store's snapshots on the host
 //
-// `dir` is a host directory the caller owns (and removes): the store's bucket and the members' data.
+// `dir` is a host directory the caller owns (and removes): the store's bucket. The members' data is
+// on PVCs of `storageClass` (default: the lab's, whose provisioner must be running).
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { LabStorageClass } from "../lab/local-volumes.ts";
 import {
   type AppliedEtcdCluster,
   applyEtcdCluster,
@@ -26,8 +28,10 @@ export type { EtcdClusterPki, PemPair } from "./pki.ts";
 export interface LabEtcdClusterOptions {
   readonly name: string;
   readonly namespace: string;
-  /** Host directory for the store (`<dir>/backup-buckets`) and the members' data (`<dir>/etcd-data`). */
+  /** Host directory for the store (`<dir>/backup-buckets`). */
   readonly dir: string;
+  /** The StorageClass of the members' PVCs; default the lab's (src/devcluster/lab/local-volumes.ts). */
+  readonly storageClass?: string;
   readonly images: EtcdClusterImages;
   readonly replicas?: number;
   /** Default 1h: events stay buffered for an on-demand delta snapshot. */
@@ -45,7 +49,8 @@ export const labEtcdClusterSpec = (options: LabEtcdClusterOptions): EtcdClusterS
   storeHostPath: join(options.dir, "backup-buckets"),
   storeContainer: "bucket",
   storePrefix: `${options.namespace}--${options.name}/etcd-main`,
-  dataHostPath: join(options.dir, "etcd-data"),
+  storageClass: options.storageClass ?? LabStorageClass,
+  storageCapacity: "1Gi",
   deltaSnapshotPeriod: options.deltaSnapshotPeriod ?? "1h",
   fullSnapshotSchedule: options.fullSnapshotSchedule ?? "0 0 1 1 *",
   pki: makeEtcdClusterPki(options.name, options.namespace),

@@ -18,8 +18,9 @@
 //   the ones druid's etcd.conf.yaml holds for the member.
 // - The readiness probe asks etcd's plain metrics listener (:2381 /health): with client-cert-auth the
 //   kubelet cannot probe the client port, and there is no wrapper port.
-// - Data lives on a hostPath (one directory per pod, subPathExpr) instead of a PVC: the lab node has
-//   no volume provisioner. It survives a pod's deletion as a PVC would.
+// - The members' PVCs (volumeClaimTemplates named as druid names them, `<etcd>-<etcd>-<n>`) come
+//   from the lab's local-volume provisioner (src/devcluster/lab/local-volumes.ts): a hostPath
+//   directory per claim, owned by the non-root user, deleted with its claim.
 // - Snapshot and member lease renewal are off (they need the sidecar to reach the kube-apiserver).
 // - Peers talk plain HTTP (druid's `peerUrlTls` is optional); client and backup-restore traffic is TLS.
 // - The gRPC gateway is on (`spec.etcd.enableGRPCGateway: true`): the maintenance handler uses it.
@@ -60,8 +61,10 @@ export interface EtcdClusterSpec {
   /** `spec.backup.store.container`: the bucket, a directory under storeHostPath. */
   readonly storeContainer: string;
   readonly storePrefix: string;
-  /** Host directory holding one data directory per pod. */
-  readonly dataHostPath: string;
+  /** `spec.storageClass` of the Etcd: the members' PVCs are claimed from it. */
+  readonly storageClass: string;
+  /** `spec.storageCapacity` of the Etcd: each member's PVC request. */
+  readonly storageCapacity: string;
   /** `--delta-snapshot-period` of the sidecars (a Go duration; a long one keeps events for an on-demand delta). */
   readonly deltaSnapshotPeriod: string;
   /**
@@ -111,6 +114,8 @@ export const etcdObject = (spec: EtcdClusterSpec) => {
     spec: {
       replicas: spec.replicas,
       labels: { app: spec.name },
+      storageClass: spec.storageClass,
+      storageCapacity: spec.storageCapacity,
       etcd: {
         image: spec.images.etcd,
         clientPort: ClientPort,
@@ -344,7 +349,7 @@ const etcdContainer = (spec: EtcdClusterSpec): V1Container => {
     resources: { requests: { cpu: "50m", memory: "128Mi" } },
     securityContext: { allowPrivilegeEscalation: false },
     volumeMounts: [
-      { name: spec.name, mountPath: Paths.data, subPathExpr: "$(POD_NAME)" },
+      { name: spec.name, mountPath: Paths.data },
       { name: "etcd-ca", mountPath: Paths.ca },
       { name: "etcd-server-tls", mountPath: Paths.server },
       { name: "etcd-client-tls", mountPath: Paths.client },
@@ -396,7 +401,7 @@ const backupRestoreContainer = (spec: EtcdClusterSpec): V1Container => ({
   resources: { requests: { cpu: "50m", memory: "128Mi" } },
   securityContext: { allowPrivilegeEscalation: false },
   volumeMounts: [
-    { name: spec.name, mountPath: Paths.data, subPathExpr: "$(POD_NAME)" },
+    { name: spec.name, mountPath: Paths.data },
     { name: "etcd-config-file", mountPath: Paths.config },
     { name: "backup-restore-server-tls", mountPath: Paths.backupRestoreServer },
     { name: "etcd-ca", mountPath: Paths.ca },
@@ -405,7 +410,7 @@ const backupRestoreContainer = (spec: EtcdClusterSpec): V1Container => ({
   ],
 });
 
-/** druid's init container for a Local store, and the same for the data directory (a hostPath here). */
+/** druid's init container for a Local store (the data PVC's directory is the non-root user's already: local-volumes.ts). */
 const initContainers = (spec: EtcdClusterSpec): V1Container[] => {
   const bucket = `${Paths.home}/${spec.storeContainer}`;
   const chown = (name: string, path: string): V1Container => ({
@@ -416,11 +421,6 @@ const initContainers = (spec: EtcdClusterSpec): V1Container[] => {
     securityContext: { allowPrivilegeEscalation: false, runAsUser: 0, runAsGroup: 0, runAsNonRoot: false },
   });
   return [
-    {
-      ...chown("change-permissions", Paths.data),
-      env: [podNameEnv],
-      volumeMounts: [{ name: spec.name, mountPath: Paths.data, subPathExpr: "$(POD_NAME)" }],
-    },
     {
       ...chown("change-backup-bucket-permissions", bucket),
       volumeMounts: [{ name: "local-backup", mountPath: bucket }],
@@ -467,7 +467,6 @@ export const statefulSet = (spec: EtcdClusterSpec, etcdUid: string): V1StatefulS
             fsGroupChangePolicy: "OnRootMismatch",
           },
           volumes: [
-            { name: spec.name, hostPath: { path: spec.dataHostPath, type: "DirectoryOrCreate" } },
             {
               name: "etcd-config-file",
               configMap: {
@@ -492,6 +491,19 @@ export const statefulSet = (spec: EtcdClusterSpec, etcdUid: string): V1StatefulS
           ],
         },
       },
+      // druid's: one claim per member, named after the Etcd (spec.volumeClaimTemplate's default); the
+      // StatefulSet controller labels the claims with the selector's labels, which is how the
+      // recovery finds them.
+      volumeClaimTemplates: [
+        {
+          metadata: { name: spec.name },
+          spec: {
+            accessModes: ["ReadWriteOnce"],
+            storageClassName: spec.storageClass,
+            resources: { requests: { storage: spec.storageCapacity } },
+          },
+        },
+      ],
     },
   };
 };

@@ -13,6 +13,7 @@ import { buildLabImagesWithOpstask, type LabImagesWithOpstask } from "../images/
 import { type LocalCluster, startLocalCluster } from "../node/local-cluster.ts";
 import { deployCrdFiles } from "./apply-manifests.ts";
 import { deployLabController } from "./controller.ts";
+import { type LocalVolumeProvisioner, startLocalVolumeProvisioner } from "./local-volumes.ts";
 
 export interface Lab {
   readonly cluster: LocalCluster;
@@ -21,7 +22,7 @@ export interface Lab {
   readonly etcd: RunningEtcdCluster;
   /** The Lease holder's pod once the controller was Ready. */
   readonly leaderPod: string;
-  /** Host directory of the store and the members' data; removed by stop(). */
+  /** Host directory of the store and the members' volumes (`volumes/`); removed by stop(). */
   readonly dir: string;
   /** Figures of the bring-up, in ms. */
   readonly timings: Readonly<Record<string, number>>;
@@ -47,6 +48,7 @@ export const startLab = (options: LabOptions = {}): StartingLab => {
   const dir = mkdtempSync(join(tmpdir(), "opstask-lab-"));
   const say = options.log ?? (() => {});
   let cluster: LocalCluster | undefined;
+  let volumes: LocalVolumeProvisioner | undefined;
   const timings: Record<string, number> = {};
   const timed = async <A>(name: string, step: () => Promise<A>): Promise<A> => {
     const started = Date.now();
@@ -74,11 +76,13 @@ export const startLab = (options: LabOptions = {}): StartingLab => {
     const running = cluster;
     const kubeConfig = running.makeKubeConfig();
     const namespace = await running.createNamespace("etcd-lab");
+    volumes = await startLocalVolumeProvisioner(kubeConfig, { dir: join(dir, "volumes"), log: say });
     const spec = labEtcdClusterSpec({
       name: EtcdName,
       namespace,
       dir,
       images: { etcd: images.etcd.ref, etcdbrctl: images.etcdbrctl.ref, busybox: images.busybox.ref },
+      storageClass: volumes.storageClass,
     });
     const etcd = await timed("etcd", () => startEtcdCluster(kubeConfig, spec, { timeoutMs: 180_000 }));
     const leaderPod = await timed("controller", () =>
@@ -94,6 +98,7 @@ export const startLab = (options: LabOptions = {}): StartingLab => {
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       await ready.catch(() => undefined);
+      await volumes?.stop();
       await cluster?.stop();
       rmSync(dir, { recursive: true, force: true });
     })();
