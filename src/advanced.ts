@@ -13,6 +13,14 @@ export { DecodeError, formatDecodeError } from "./api/decode-error.ts";
 export { ManifestMeta } from "./api/meta.ts";
 export type { PolicyRule } from "./api/policy-rule.ts";
 export {
+  boundedInt32,
+  type DefaultedIntLimits,
+  emptyObject,
+  Int32,
+  Int64,
+  int32WithDefault,
+} from "./api/schema-helpers.ts";
+export {
   type LastError,
   type LastOperation,
   type OperationState,
@@ -21,6 +29,7 @@ export {
   TaskStates,
 } from "./api/status.ts";
 export { LastErrorsMaxItems } from "./api/status-schema.ts";
+export { capText, MaxEchoLength, MaxStatusTextLength } from "./api/text-cap.ts";
 export { nextRetryState, noRetry, type RetryState } from "./effects/retry-state.ts";
 export {
   isPassEnd,
@@ -40,8 +49,21 @@ export {
 } from "./interpreters/kubernetes/layer.ts";
 export { TaskWriter } from "./interpreters/kubernetes/task-writer.ts";
 export type { JsonObject, JsonValue } from "./interpreters/memory/merge-patch.ts";
+export { type ApiResource, apiPath } from "./kube/api-path.ts";
+export { jsonPatch, kubeRequest, mergePatch, type RequestSettings } from "./kube/client.ts";
 export { KubeError } from "./kube/errors.ts";
+export type { ApiRequest, ApiResponse } from "./kube/kube-client.ts";
 export { type KubeAccess, kubeClientOf } from "./kube/kube-client-node.ts";
+export {
+  isDns1123Label,
+  isDns1123Subdomain,
+  LabelRule,
+  MaxLabelLength,
+  MaxSubdomainLength,
+  SubdomainRule,
+  subdomainProblem,
+} from "./kube/names.ts";
+export type { KubeObject, KubeObjectMeta } from "./kube/object.ts";
 export { RequestCounter } from "./kube/request-metrics.ts";
 export type { ConfigMembers, UnsupportedConfig } from "./library/config-union.ts";
 export {
@@ -137,12 +159,14 @@ export {
   type UndecodedFacts,
 } from "./reconcile/task-kind.ts";
 export type { TriggerReason } from "./reconcile/trigger-reason.ts";
+export { cacheObject } from "./runtime/cache-object.ts";
 export {
   type ControllerHandle,
   type ControllerOptions,
   type ControllerStats,
   runController,
 } from "./runtime/controller.ts";
+export { type GroupObjects, makeGroupObjects, type ObjectLookup } from "./runtime/group-objects.ts";
 export {
   type ControllerMetrics,
   type ControllerMetricsOptions,
@@ -151,3 +175,5 @@ export {
   metricLabelOf,
   noObserver,
 } from "./runtime/metrics.ts";
+export { MaxTimerDelayMs, timerDelayMs } from "./runtime/timer-limit.ts";
+export type { GuardInput, GuardVerdict } from "./schedule/guard.ts";

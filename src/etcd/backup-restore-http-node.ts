@@ -13,8 +13,8 @@ import { request as httpsRequest, type RequestOptions } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
-import { http } from "../node-http.ts";
-import { timerDelayMs } from "../runtime/timer-limit.ts";
+import { timerDelayMs } from "../advanced.ts";
+import { http } from "./node-http.ts";
 import {
   BackupRestoreHttp,
   type BackupRestoreHttpShape,

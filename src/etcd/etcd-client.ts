@@ -28,10 +28,9 @@ import * as Layer from "effect/Layer";
 import * as Result from "effect/Result";
 import * as Schema from "effect/Schema";
 import * as SchemaParser from "effect/SchemaParser";
-import { formatDecodeError } from "../api/decode-error.ts";
-import { http } from "../node-http.ts";
-import { timerDelayMs } from "../runtime/timer-limit.ts";
+import { formatDecodeError, timerDelayMs } from "../advanced.ts";
 import type { ResolveOverride } from "./backup-restore-http-node.ts";
+import { http } from "./node-http.ts";
 
 // --- dial overrides ---------------------------------------------------------------------------------
 

@@ -11,9 +11,8 @@
  */
 import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
-import type { KubeObject } from "../kube/object.ts";
-import { cacheObject } from "../runtime/cache-object.ts";
-import { type GroupObjects, makeGroupObjects } from "../runtime/group-objects.ts";
+import type { KubeObject } from "../advanced.ts";
+import { cacheObject, type GroupObjects, makeGroupObjects } from "../advanced.ts";
 import { decodeEtcd, type Etcd } from "./api/etcd.ts";
 import type { ObjectReaderShape } from "./services.ts";
 

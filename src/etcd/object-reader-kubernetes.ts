@@ -6,13 +6,20 @@ import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
 import * as Result from "effect/Result";
-import { capText, MaxEchoLength } from "../api/text-cap.ts";
-import { apiPath } from "../kube/api-path.ts";
-import { kubeRequest, type RequestSettings } from "../kube/client.ts";
-import type { KubeError } from "../kube/errors.ts";
-import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
-import { echo, isDns1123Label, LabelRule, subdomainProblem } from "../kube/names.ts";
-import { RequestCounter } from "../kube/request-metrics.ts";
+import type { KubeError } from "../advanced.ts";
+import {
+  apiPath,
+  capText,
+  isDns1123Label,
+  type KubeAccess,
+  kubeClientOf,
+  kubeRequest,
+  LabelRule,
+  MaxEchoLength,
+  RequestCounter,
+  type RequestSettings,
+  subdomainProblem,
+} from "../advanced.ts";
 import { decodeEtcd, EtcdApiVersion } from "./api/etcd.ts";
 import { decodeSecret, decodeStatefulSet } from "./objects.ts";
 import {
@@ -72,7 +79,7 @@ const named = <A>(
     name === ""
       ? notFoundMessage(resource, name)
       : !isDns1123Label(namespace)
-        ? `${resource} in namespace ${echo(namespace)}: the namespace is not a valid name: expected ${LabelRule}`
+        ? `${resource} in namespace ${JSON.stringify(capText(namespace, MaxEchoLength))}: the namespace is not a valid name: expected ${LabelRule}`
         : subdomainProblem(name) === undefined
           ? undefined
           : `${resource} ${subdomainProblem(name)}`;

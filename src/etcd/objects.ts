@@ -7,7 +7,7 @@
 import * as Result from "effect/Result";
 import * as Schema from "effect/Schema";
 import * as SchemaParser from "effect/SchemaParser";
-import { DecodeError, formatDecodeError } from "../api/decode-error.ts";
+import { DecodeError, formatDecodeError } from "../advanced.ts";
 
 const optionalString = Schema.optionalKey(Schema.String);
 

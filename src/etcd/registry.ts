@@ -4,12 +4,8 @@
  * deletable); every member it knows has a handler here, or the build fails.
  */
 import * as Layer from "effect/Layer";
-import type { Jobs } from "../handlers/jobs.ts";
-import { kubernetesJobsLayer } from "../handlers/jobs-kubernetes.ts";
-import type { KubeAccess } from "../kube/kube-client-node.ts";
-import type { RequestCounter } from "../kube/request-metrics.ts";
-import type { HandlersFor } from "../library/handlers-for.ts";
-import type { GroupObjects } from "../runtime/group-objects.ts";
+import type { GroupObjects, KubeAccess, RequestCounter } from "../advanced.ts";
+import type { HandlersFor } from "../index.ts";
 import type { TaskConfig } from "./api/config/task-config.ts";
 import type { EtcdOpsTask } from "./api/etcdopstask.ts";
 import { nodeBackupRestoreHttpLayer, type ResolveOverride } from "./backup-restore-http-node.ts";
@@ -22,6 +18,8 @@ import {
   makeOnDemandSnapshotCompactionHandler,
   type OnDemandSnapshotCompactionHandlerOptions,
 } from "./on-demand-snapshot-compaction/handler.ts";
+import type { Jobs } from "./on-demand-snapshot-compaction/jobs.ts";
+import { kubernetesJobsLayer } from "./on-demand-snapshot-compaction/jobs-kubernetes.ts";
 import type { QuorumCluster } from "./recover-from-quorum-loss/cluster.ts";
 import { kubernetesQuorumClusterLayer } from "./recover-from-quorum-loss/cluster-kubernetes.ts";
 import { recoverFromQuorumLossHandler } from "./recover-from-quorum-loss/handler.ts";

@@ -1,11 +1,13 @@
 /**
- * How a handler step stops: a `failed` or `retry` outcome with a description and an error in druid's
- * style (docs/contract.md §5, §6). Steps fail with this one tagged value; each handler turns it into its
- * `PhaseOutcome` at the end, so a handler's own Effect never fails. Each task type keeps its error
- * codes beside its steps and builds its `failed`/`retry` helpers with `stops`.
+ * How a handler step stops: a `failed` or `retry` with a description and an error in druid's style
+ * (docs/contract.md §5, §6). Steps fail with this one tagged value so that a step's Effect says in its
+ * type that it can stop; each handler turns it into its outcome at the end with `outcomeOf`, through
+ * the library's own `failed`/`retry`, so a handler's Effect never fails. Each task type keeps its error
+ * codes beside its steps and builds its `failed`/`retry` stops with `stops`.
  */
 import * as Data from "effect/Data";
-import type { PhaseOutcome, TaskError } from "../machine/types.ts";
+import type { TaskError } from "../advanced.ts";
+import { failed, type PhaseOutcome, retry } from "../index.ts";
 
 export class StepFailure extends Data.TaggedError("HandlerStepFailure")<{
   /** `failed`: retrying cannot help (Admit → Rejected, Execute → Failed); `retry`: back off and retry. */
@@ -23,9 +25,8 @@ export const stops = <Code extends string>() => {
   return { failed: stop("failed"), retry: stop("retry") };
 };
 
+/** The handler's outcome for a step that stopped. */
 export const outcomeOf = (failure: StepFailure): PhaseOutcome =>
   failure.verdict === "failed"
-    ? { kind: "failed", description: failure.description, error: failure.error }
-    : { kind: "retry", description: failure.description, error: failure.error };
-
-export const completed = (description: string): PhaseOutcome => ({ kind: "completed", description });
+    ? failed(failure.description, failure.error)
+    : retry(failure.description, { error: failure.error });

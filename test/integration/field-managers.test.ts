@@ -10,7 +10,7 @@ import { BatchV1Api, CoordinationV1Api, CustomObjectsApi, EventsV1Api } from "@k
 import { Duration, Effect, Exit, Scope } from "effect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeOpstaskCommands } from "../../src/cli/task/index.ts";
-import { makeKubernetesJobs } from "../../src/handlers/jobs-kubernetes.ts";
+import { makeKubernetesJobs } from "../../src/etcd/on-demand-snapshot-compaction/jobs-kubernetes.ts";
 import { runLeaderElection } from "../../src/runtime/leader-election.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 import { type RunningController, scriptedHandlers, startController } from "../support/controller.ts";

@@ -26,7 +26,7 @@ import {
   type OnDemandSnapshotCompactionHandler,
 } from "../../src/etcd/on-demand-snapshot-compaction/handler.ts";
 import { compactionJobName } from "../../src/etcd/on-demand-snapshot-compaction/job-spec.ts";
-import { kubernetesJobsLayer } from "../../src/handlers/jobs-kubernetes.ts";
+import { kubernetesJobsLayer } from "../../src/etcd/on-demand-snapshot-compaction/jobs-kubernetes.ts";
 import { handlerContext } from "../../src/library/handler-context-of.ts";
 import type { PhaseOutcome } from "../../src/machine/types.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";

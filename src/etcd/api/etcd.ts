@@ -7,8 +7,7 @@ import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
 import * as Schema from "effect/Schema";
 import * as SchemaParser from "effect/SchemaParser";
-import { DecodeError, formatDecodeError } from "../../api/decode-error.ts";
-import { Int32, Int64 } from "../../api/schema-helpers.ts";
+import { DecodeError, formatDecodeError, Int32, Int64 } from "../../advanced.ts";
 
 export const EtcdKind = "Etcd";
 export const EtcdApiVersion = "druid.gardener.cloud/v1alpha1";

@@ -6,10 +6,8 @@
 import * as Result from "effect/Result";
 import * as Schema from "effect/Schema";
 import * as SchemaParser from "effect/SchemaParser";
-import { TaskStatusSchema } from "../../api/status-schema.ts";
-import { isDns1123Subdomain } from "../../kube/names.ts";
-import { configMember } from "../../library/config-union.ts";
-import { defineTaskKind } from "../../library/define-task-kind.ts";
+import { isDns1123Subdomain } from "../../advanced.ts";
+import { configMember, defineTaskKind, TaskStatusSchema } from "../../index.ts";
 import { recoveryTaskAnnotations } from "./config/recover-from-quorum-loss.ts";
 import {
   decodeEtcdOpsTask,

@@ -7,12 +7,17 @@ import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
 import * as Schema from "effect/Schema";
 import * as SchemaParser from "effect/SchemaParser";
-import { DecodeError, formatDecodeError } from "../../api/decode-error.ts";
-import { ManifestMeta, ObjectMeta } from "../../api/meta.ts";
-import { type Assignable, int32WithDefault } from "../../api/schema-helpers.ts";
-import type { TaskStatus } from "../../api/status.ts";
-import { TaskStatusSchema } from "../../api/status-schema.ts";
-import { MaxSubdomainLength, SubdomainRule } from "../../kube/names.ts";
+import {
+  DecodeError,
+  formatDecodeError,
+  int32WithDefault,
+  ManifestMeta,
+  MaxSubdomainLength,
+  SubdomainRule,
+} from "../../advanced.ts";
+import type { TaskStatus } from "../../index.ts";
+import { ObjectMeta, TaskStatusSchema } from "../../index.ts";
+import type { Assignable } from "./assignable.ts";
 import { type TaskConfig, TaskConfigSchema } from "./config/task-config.ts";
 
 export const Group = "druid.gardener.cloud";

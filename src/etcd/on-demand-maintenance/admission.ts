@@ -8,11 +8,11 @@
  * readiness check are the snapshot handler's.
  */
 import * as Effect from "effect/Effect";
-import type { StepFailure } from "../../handlers/step-failure.ts";
 import type { Etcd } from "../api/etcd.ts";
 import type { EtcdOpsTask } from "../api/etcdopstask.ts";
 import { AdmissionTexts, requireReady, taskEtcd } from "../on-demand-snapshot/admission.ts";
 import type { ObjectReader } from "../services.ts";
+import type { StepFailure } from "../step-failure.ts";
 
 export { AdmissionTexts };
 

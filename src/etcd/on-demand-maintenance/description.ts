@@ -5,7 +5,7 @@
  * is capped at the status text cap.
  */
 
-import { capText, MaxEchoLength } from "../../api/text-cap.ts";
+import { capText, MaxEchoLength } from "../../advanced.ts";
 
 /** Binary units with one decimal (`8.2 MiB`), whole bytes below 1 KiB. */
 export const formatBytes = (bytes: number): string => {

@@ -16,7 +16,7 @@
  * reads, so defragmenting one fails ("rpc not supported for learner").
  */
 import * as Result from "effect/Result";
-import { capText, MaxEchoLength } from "../../api/text-cap.ts";
+import { capText, MaxEchoLength } from "../../advanced.ts";
 import { clientServiceName, type Etcd, etcdClientPort } from "../api/etcd.ts";
 import type { EtcdClientTls, EtcdEndpoint, EtcdMember } from "../etcd-client.ts";
 

@@ -9,7 +9,7 @@
  * - Cleanup: nothing to undo.
  */
 import * as Effect from "effect/Effect";
-import type { TaskHandler } from "../../handlers/handler.ts";
+import { completed, type TaskHandler } from "../../index.ts";
 import {
   type OnDemandMaintenanceConfig,
   OnDemandMaintenanceMember,
@@ -22,7 +22,7 @@ import { resolveEtcdClientTls } from "./client-tls.ts";
 import { describeReport } from "./description.ts";
 import { clientEndpoint } from "./endpoint.ts";
 import { type MaintenancePlan, runMaintenance } from "./maintenance.ts";
-import { completed, ErrorCodes, failed, outcomeOf, type StepFailure } from "./step-failure.ts";
+import { ErrorCodes, failed, outcomeOf, type StepFailure } from "./step-failure.ts";
 
 export const CleanupCompleted = "Cleanup completed";
 

@@ -3,7 +3,7 @@
  * capitalised `description`, a lower-case error `message`, and the cause verbatim (the API's or etcd's
  * text). Codes shared with the snapshot handler keep druid's spelling and meaning.
  */
-import { stops } from "../../handlers/step-failure.ts";
+import { stops } from "../step-failure.ts";
 
 export const ErrorCodes = {
   // Shared with the on-demand snapshot handler.
@@ -24,7 +24,7 @@ export const ErrorCodes = {
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
-export { completed, outcomeOf, StepFailure } from "../../handlers/step-failure.ts";
+export { outcomeOf, StepFailure } from "../step-failure.ts";
 
 /** A final failure, and a transient one (retried with backoff). */
 export const { failed, retry } = stops<ErrorCode>();

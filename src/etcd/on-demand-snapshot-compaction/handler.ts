@@ -12,21 +12,26 @@
  */
 import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
-import type { TaskHandler } from "../../handlers/handler.ts";
-import { type JobInfo, Jobs } from "../../handlers/jobs.ts";
-import type { KubeError } from "../../kube/errors.ts";
-import type { PhaseOutcome } from "../../machine/types.ts";
+import type { KubeError } from "../../advanced.ts";
+import {
+  completed,
+  type PhaseOutcome,
+  // The library's outcome; `retry` below is this task's step stop (./step-failure.ts).
+  retry as retryOutcome,
+  type TaskHandler,
+} from "../../index.ts";
 import {
   type OnDemandSnapshotCompactionConfig,
   OnDemandSnapshotCompactionMember,
 } from "../api/config/on-demand-snapshot-compaction.ts";
 import type { EtcdOpsTask } from "../api/etcdopstask.ts";
-import { completed, outcomeOf, type StepFailure } from "../on-demand-snapshot/step-failure.ts";
+import { outcomeOf, type StepFailure } from "../step-failure.ts";
 import type { ObjectReader } from "../services.ts";
 import { AdmissionTexts, compactionTarget } from "./admission.ts";
 import { type CompactionImagePolicy, compactionImage, DefaultCompactionImagePolicy } from "./image-policy.ts";
 import { compactionJob, compactionJobName, isCompactionJobFor, isJobOf } from "./job-spec.ts";
 import { JobTexts, jobOutcome } from "./job-status.ts";
+import { type JobInfo, Jobs } from "./jobs.ts";
 import { ErrorCodes, failed, retry } from "./step-failure.ts";
 import { storePodParts } from "./store.ts";
 
@@ -148,11 +153,8 @@ export const makeOnDemandSnapshotCompactionHandler = (
   /** The task's image, checked against the controller's policy (Admit and before every create). */
   const imageOf = (config: OnDemandSnapshotCompactionConfig): Effect.Effect<string, StepFailure> =>
     Effect.fromResult(compactionImage(config.image, images));
-  const waiting = (description: string): PhaseOutcome => ({
-    kind: "retry",
-    description,
-    afterMs: pollIntervalMs,
-  });
+  const waiting = (description: string): PhaseOutcome =>
+    retryOutcome(description, { afterMs: pollIntervalMs });
 
   /** Builds and creates the Job; on a lost race (409) reports the Job that won it. */
   const createJob = (

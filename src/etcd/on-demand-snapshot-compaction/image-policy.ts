@@ -6,7 +6,7 @@
  * is Rejected before a Job exists. In etcd-druid only whoever may write the Etcd chooses that image.
  */
 import * as Result from "effect/Result";
-import { capText } from "../../api/text-cap.ts";
+import { capText } from "../../advanced.ts";
 import { DefaultCompactionImage } from "./job-spec.ts";
 import { ErrorCodes, failed, type StepFailure } from "./step-failure.ts";
 

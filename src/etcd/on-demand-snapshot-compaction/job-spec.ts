@@ -11,9 +11,9 @@
  */
 import { createHash } from "node:crypto";
 import type { V1Job, V1PodSecurityContext, V1SecurityContext } from "@kubernetes/client-node";
-import type { JobInfo } from "../../handlers/jobs.ts";
 import { ApiVersion, type EtcdOpsTask, Kind } from "../api/etcdopstask.ts";
 import type { CompactionTarget } from "./admission.ts";
+import type { JobInfo } from "./jobs.ts";
 import { type StorePodParts, WorkspaceDir, WorkspaceVolume } from "./store.ts";
 
 /** The image when neither the task nor the controller names one. */

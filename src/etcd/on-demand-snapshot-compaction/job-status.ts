@@ -4,8 +4,8 @@
  * running and is looked at again after the poll interval.
  */
 
-import { type JobInfo, trueCondition } from "../../handlers/jobs.ts";
-import type { PhaseOutcome } from "../../machine/types.ts";
+import { completed, failed, type PhaseOutcome, retry } from "../../index.ts";
+import { type JobInfo, trueCondition } from "./jobs.ts";
 import { ErrorCodes } from "./step-failure.ts";
 
 export const JobTexts = {
@@ -23,23 +23,17 @@ const conditionText = (reason: string | undefined, message: string | undefined):
 
 export const jobOutcome = (job: JobInfo, pollIntervalMs: number): PhaseOutcome => {
   if (trueCondition(job, "Complete") !== undefined) {
-    return { kind: "completed", description: JobTexts.succeeded(job.name) };
+    return completed(JobTexts.succeeded(job.name));
   }
   const failure = trueCondition(job, "Failed");
   if (failure !== undefined) {
-    return {
-      kind: "failed",
-      description: JobTexts.failed(job.name),
-      error: {
-        code: ErrorCodes.jobFailed,
-        message: "snapshot compaction job failed",
-        cause: conditionText(failure.reason, failure.message),
-      },
-    };
+    return failed(JobTexts.failed(job.name), {
+      code: ErrorCodes.jobFailed,
+      message: "snapshot compaction job failed",
+      cause: conditionText(failure.reason, failure.message),
+    });
   }
-  return {
-    kind: "retry",
-    description: job.deleting ? JobTexts.deleting(job.name) : JobTexts.running(job.name),
+  return retry(job.deleting ? JobTexts.deleting(job.name) : JobTexts.running(job.name), {
     afterMs: pollIntervalMs,
-  };
+  });
 };

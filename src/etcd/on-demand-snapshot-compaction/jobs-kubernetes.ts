@@ -8,12 +8,16 @@ import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
 import * as Predicate from "effect/Predicate";
-import { apiPath } from "../kube/api-path.ts";
-import { kubeRequest, type RequestSettings } from "../kube/client.ts";
-import { KubeError } from "../kube/errors.ts";
-import type { ApiResponse } from "../kube/kube-client.ts";
-import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
-import { RequestCounter } from "../kube/request-metrics.ts";
+import {
+  type ApiResponse,
+  apiPath,
+  type KubeAccess,
+  KubeError,
+  kubeClientOf,
+  kubeRequest,
+  RequestCounter,
+  type RequestSettings,
+} from "../../advanced.ts";
 import { JobResource, Jobs, type JobsShape, jobInfoOf } from "./jobs.ts";
 
 export interface KubernetesJobsOptions {

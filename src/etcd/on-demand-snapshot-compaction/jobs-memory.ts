@@ -8,7 +8,7 @@
 import type { V1Job, V1JobStatus } from "@kubernetes/client-node";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
-import { KubeError } from "../kube/errors.ts";
+import { KubeError } from "../../advanced.ts";
 import { type JobInfo, JobResource, Jobs, type JobsShape, jobInfoOf } from "./jobs.ts";
 
 export type JobOperation = "create" | "get" | "delete";

@@ -14,7 +14,7 @@
 import type { V1Job } from "@kubernetes/client-node";
 import * as Context from "effect/Context";
 import type * as Effect from "effect/Effect";
-import type { KubeError } from "../kube/errors.ts";
+import type { KubeError } from "../../advanced.ts";
 
 /** The Job to create, as the apiserver takes it (`metadata.name` and `metadata.namespace` set). */
 export type JobManifest = V1Job;

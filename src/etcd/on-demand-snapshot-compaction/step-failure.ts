@@ -4,8 +4,8 @@
  * lookup, backup not enabled, unsupported config) are the same values.
  */
 
-import { StepFailure, stops } from "../../handlers/step-failure.ts";
 import { ErrorCodes as SnapshotErrorCodes } from "../on-demand-snapshot/step-failure.ts";
+import { StepFailure, stops } from "../step-failure.ts";
 
 export { StepFailure };
 

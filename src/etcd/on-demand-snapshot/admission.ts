@@ -4,7 +4,7 @@
  * lifecycle's. Admit and Execute share the texts; the lifecycle adds the operation (Admit/Execution).
  */
 import * as Effect from "effect/Effect";
-import { subdomainProblem } from "../../kube/names.ts";
+import { subdomainProblem } from "../../advanced.ts";
 import { type Etcd, isReady, type StoreSpec } from "../api/etcd.ts";
 import type { EtcdOpsTask } from "../api/etcdopstask.ts";
 import { notFoundMessage, ObjectReader, ReadError, Resources } from "../services.ts";

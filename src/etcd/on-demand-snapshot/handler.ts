@@ -7,7 +7,7 @@
  * - Cleanup: nothing to undo.
  */
 import * as Effect from "effect/Effect";
-import type { TaskHandler } from "../../handlers/handler.ts";
+import { completed, type TaskHandler } from "../../index.ts";
 import {
   type OnDemandSnapshotConfig,
   OnDemandSnapshotMember,
@@ -18,7 +18,7 @@ import type { BackupRestoreHttp, ObjectReader } from "../services.ts";
 import { AdmissionTexts, admissibleEtcd } from "./admission.ts";
 import { resolveBackupRestoreCA } from "./ca-resolution.ts";
 import { snapshotRequest, takeSnapshot } from "./request.ts";
-import { completed, ErrorCodes, failed, outcomeOf, type StepFailure } from "./step-failure.ts";
+import { ErrorCodes, failed, outcomeOf, type StepFailure } from "./step-failure.ts";
 
 export const CleanupCompleted = "Cleanup completed";
 

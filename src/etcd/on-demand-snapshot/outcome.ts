@@ -4,10 +4,10 @@
  * body-read errors are transient.
  */
 
-import type { PhaseOutcome } from "../../machine/types.ts";
+import { completed, type PhaseOutcome } from "../../index.ts";
 import type { SnapshotType } from "../api/config/on-demand-snapshot.ts";
 import type { HttpError } from "../services.ts";
-import { completed, ErrorCodes, failed, retry, type StepFailure } from "./step-failure.ts";
+import { ErrorCodes, failed, retry, type StepFailure } from "./step-failure.ts";
 
 export const SnapshotTexts = {
   created: "Snapshot created successfully",

@@ -4,7 +4,7 @@
  * suffix, as in druid: it resolves through the cluster DNS search path (or a resolve override).
  */
 import * as Effect from "effect/Effect";
-import type { PhaseOutcome } from "../../machine/types.ts";
+import type { PhaseOutcome } from "../../index.ts";
 import type { OnDemandSnapshotConfig } from "../api/config/on-demand-snapshot.ts";
 import { backupRestorePort, clientServiceName, type Etcd } from "../api/etcd.ts";
 import { BackupRestoreHttp, type BackupRestoreRequest } from "../services.ts";

@@ -1,5 +1,5 @@
 /** The on-demand snapshot handler's error codes (druid's, docs/contract.md §6) and its stop helpers. */
-import { stops } from "../../handlers/step-failure.ts";
+import { stops } from "../step-failure.ts";
 
 /** druid's error codes for this task type (docs/contract.md §6). */
 export const ErrorCodes = {
@@ -17,7 +17,7 @@ export const ErrorCodes = {
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 
-export { completed, outcomeOf, StepFailure } from "../../handlers/step-failure.ts";
+export { outcomeOf, StepFailure } from "../step-failure.ts";
 
 /** A final failure, and a transient one (retried with backoff). */
 export const { failed, retry } = stops<ErrorCode>();

@@ -8,8 +8,8 @@
  * task may have waited for confirmation meanwhile.
  */
 import * as Effect from "effect/Effect";
-import { completed, failed, retry } from "../../library/outcome.ts";
-import type { PhaseOutcome } from "../../machine/types.ts";
+import type { PhaseOutcome } from "../../index.ts";
+import { completed, failed, retry } from "../../index.ts";
 import type { RecoverFromQuorumLossConfig } from "../api/config/recover-from-quorum-loss.ts";
 import type { Etcd } from "../api/etcd.ts";
 import type { EtcdOpsTask } from "../api/etcdopstask.ts";

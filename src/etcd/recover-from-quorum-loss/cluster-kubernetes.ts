@@ -7,11 +7,16 @@
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
-import { apiPath } from "../../kube/api-path.ts";
-import { kubeRequest, mergePatch, type RequestSettings } from "../../kube/client.ts";
-import type { KubeError } from "../../kube/errors.ts";
-import { type KubeAccess, kubeClientOf } from "../../kube/kube-client-node.ts";
-import { RequestCounter } from "../../kube/request-metrics.ts";
+import type { KubeError } from "../../advanced.ts";
+import {
+  apiPath,
+  type KubeAccess,
+  kubeClientOf,
+  kubeRequest,
+  mergePatch,
+  RequestCounter,
+  type RequestSettings,
+} from "../../advanced.ts";
 import { QuorumCluster, type QuorumClusterShape, type StatefulSetScale } from "./cluster.ts";
 
 export interface KubernetesQuorumClusterOptions {

@@ -8,7 +8,7 @@
  */
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
-import { KubeError } from "../../kube/errors.ts";
+import { KubeError } from "../../advanced.ts";
 import { podName, QuorumCluster, type QuorumClusterShape, type StatefulSetScale } from "./cluster.ts";
 
 export interface QuorumClusterCall {

@@ -11,7 +11,7 @@
  */
 import * as Context from "effect/Context";
 import type * as Effect from "effect/Effect";
-import type { KubeError } from "../../kube/errors.ts";
+import type { KubeError } from "../../advanced.ts";
 
 export interface StatefulSetScale {
   /** `spec.replicas` */

@@ -23,13 +23,9 @@
  * Etcd annotations removed), so druid's Etcd controller is never left suspended.
  */
 import * as Effect from "effect/Effect";
-import type { TaskHandler } from "../../handlers/handler.ts";
-import type { HandlerContext } from "../../handlers/handler-context.ts";
-import type { KubeError } from "../../kube/errors.ts";
-import { failed } from "../../library/outcome.ts";
-import type { StepAnswer, StepStop, TaskStep } from "../../library/steps/step.ts";
-import { stepsHandler } from "../../library/steps/steps-handler.ts";
-import type { PhaseOutcome } from "../../machine/types.ts";
+import type { KubeError, StepAnswer, StepStop } from "../../advanced.ts";
+import type { HandlerContext, PhaseOutcome, TaskHandler, TaskStep } from "../../index.ts";
+import { failed, stepsHandler } from "../../index.ts";
 import {
   type RecoverFromQuorumLossConfig,
   RecoverFromQuorumLossMember,

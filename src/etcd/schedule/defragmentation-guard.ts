@@ -6,7 +6,8 @@
  */
 import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
-import type { GuardVerdict, ScheduleGuard } from "../../schedule/guard.ts";
+import type { GuardVerdict } from "../../advanced.ts";
+import type { ScheduleGuard } from "../../index.ts";
 import { decodeEtcdOpsTask } from "../api/etcdopstask.ts";
 import { EtcdGateway } from "../etcd-client.ts";
 import { maintainableEtcd } from "../on-demand-maintenance/admission.ts";

@@ -7,7 +7,7 @@
  * the sizes.
  */
 import * as Result from "effect/Result";
-import type { GuardVerdict } from "../../schedule/guard.ts";
+import type { GuardVerdict } from "../../advanced.ts";
 
 export interface MemberSize {
   readonly member: string;

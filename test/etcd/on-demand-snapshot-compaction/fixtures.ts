@@ -10,9 +10,9 @@ import {
   makeOnDemandSnapshotCompactionHandler,
   type OnDemandSnapshotCompactionHandlerOptions,
 } from "../../../src/etcd/on-demand-snapshot-compaction/handler.ts";
+import { Jobs, type JobsShape } from "../../../src/etcd/on-demand-snapshot-compaction/jobs.ts";
+import { MemoryJobs, makeMemoryJobs } from "../../../src/etcd/on-demand-snapshot-compaction/jobs-memory.ts";
 import { Resources } from "../../../src/etcd/services.ts";
-import { Jobs, type JobsShape } from "../../../src/handlers/jobs.ts";
-import { MemoryJobs, makeMemoryJobs } from "../../../src/handlers/jobs-memory.ts";
 import { handlerContext } from "../../../src/library/handler-context-of.ts";
 import type { PhaseOutcome } from "../../../src/machine/types.ts";
 import { etcdName, etcdObject, namespace } from "../support/fixtures.ts";

@@ -4,8 +4,9 @@
  * compaction runs first, so that defragmentation reclaims the space compaction freed.
  */
 import * as Schema from "effect/Schema";
-import { type Assignable, boundedInt32, emptyObject, int32WithDefault } from "../../../api/schema-helpers.ts";
-import { celRule } from "../../../library/crd/schema-annotations.ts";
+import { boundedInt32, emptyObject, int32WithDefault } from "../../../advanced.ts";
+import { celRule } from "../../../crd.ts";
+import type { Assignable } from "../assignable.ts";
 
 export const OnDemandMaintenanceMember = "onDemandMaintenance";
 

@@ -5,7 +5,8 @@
  * snapshot, so later restorations replay fewer deltas. Cleanup deletes the Job.
  */
 import * as Schema from "effect/Schema";
-import { type Assignable, boundedInt32, int32WithDefault } from "../../../api/schema-helpers.ts";
+import { boundedInt32, int32WithDefault } from "../../../advanced.ts";
+import type { Assignable } from "../assignable.ts";
 
 export const OnDemandSnapshotCompactionMember = "onDemandSnapshotCompaction";
 

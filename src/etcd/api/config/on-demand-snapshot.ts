@@ -3,7 +3,8 @@
  * etcd-backup-restore sidecar (docs/contract.md §1, §1.1). Its CRD definition is druid's, unchanged.
  */
 import * as Schema from "effect/Schema";
-import { type Assignable, boundedInt32, int32WithDefault } from "../../../api/schema-helpers.ts";
+import { boundedInt32, int32WithDefault } from "../../../advanced.ts";
+import type { Assignable } from "../assignable.ts";
 
 export const OnDemandSnapshotMember = "onDemandSnapshot";
 

@@ -6,8 +6,8 @@
  * and read alike. docs/contract.md §15 is the member's contract.
  */
 import * as Schema from "effect/Schema";
-import type { Assignable } from "../../../api/schema-helpers.ts";
-import { stepAnnotations } from "../../../library/steps/step-progress.ts";
+import { stepAnnotations } from "../../../advanced.ts";
+import type { Assignable } from "../assignable.ts";
 
 export const RecoverFromQuorumLossMember = "recoverFromQuorumLoss";
 

@@ -11,8 +11,9 @@
  * (src/etcd/registry.ts, typed by it) and the CRD's added members (`addedConfigMembers`) all follow it.
  */
 
-import type { Assignable } from "../../../api/schema-helpers.ts";
-import { configUnion, type UnsupportedConfig } from "../../../library/config-union.ts";
+import type { UnsupportedConfig } from "../../../advanced.ts";
+import { configUnion } from "../../../index.ts";
+import type { Assignable } from "../assignable.ts";
 import {
   OnDemandMaintenanceBody,
   type OnDemandMaintenanceConfig,
