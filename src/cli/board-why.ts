@@ -1,5 +1,5 @@
 /**
- * The task board's "why" line for EtcdOpsTasks: the one `opstask describe` prints (explain.ts), from
+ * The task board's "why" line for EtcdOpsTasks: the one `opstask describe` prints (task/explain.ts), from
  * what the board keeps of a task instead of the object.
  */
 import type { ExplainInput } from "../ui/board-store.ts";

@@ -1,5 +1,5 @@
 /**
- * The handler context on a cluster (handler-context.ts): the object reader over the controller's
+ * The handler context on a cluster (src/handlers/handler-context.ts): the object reader over the controller's
  * `KubeClient`, Events through the controller's `EventRecorder`, log lines through the controller's
  * Effect loggers (so they carry its format, level and the task's keys), and the call's abort signal.
  */

@@ -14,7 +14,8 @@
  * - `opstask_handler_defects_total{phase}`: handler calls that threw instead of returning a result;
  * - `opstask_api_requests_total{verb,code}`: every API request, counted at the client;
  * - `opstask_api_faults_total{operation,fault}`: failed, slow and given-up writes, watch expiries and
- *   failures, retried and dropped Events (closed label sets: fault-counter.ts);
+ *   failures, retried and dropped Events (closed label sets:
+ *   src/interpreters/kubernetes/fault-counter.ts);
  * - `opstask_api_unreachable_seconds`: how long the API server has not answered (0 while it does);
  * - `opstask_foreign_writes_total{manager,field}`: tasks another controller wrote (foreign-writers.ts);
  * - `opstask_leader`: 1 while this instance leads (or runs without leader election);

@@ -50,7 +50,7 @@ export const controllerDeployment = (
               imagePullPolicy: "IfNotPresent",
               env: [
                 ...Object.entries(tunedNodeEnv).map(([name, value]) => ({ name, value })),
-                // What main.ts passes to runTaskController: leaderElection.name, probes, metrics.
+                // What the project's main module passes to runTaskController: leaderElection.name, probes, metrics.
                 { name: "LEADER_ELECTION_ID", value: identity.leaseName },
                 {
                   name: "POD_NAMESPACE",

@@ -26,7 +26,7 @@ export interface DeployArtifactsOptions {
   readonly image?: string;
   /** Secure metrics on :8443 (default true). */
   readonly secureMetrics?: boolean;
-  /** The program the image runs (default main.ts). */
+  /** The program the image runs (default "main.ts"). */
   readonly main?: string;
   /** The command that regenerates the files, named in their headers. */
   readonly regenerate: string;
