@@ -1,11 +1,8 @@
 /**
  * Effect Schema for `EtcdOpsTask.status`, decoding to exactly the types in `status.ts` (checked at
- * compile time below). It mirrors druid's CRD (`state` enum, `lastErrors` items and `maxItems: 10`,
- * all five `lastOperation` keys required) with one deliberate narrowing: `lastOperation.type` and
- * `.state` must be values the controller writes (druid's CRD accepts any string there). Only the
- * controller writes status, and druid writes the same values, so a foreign value means the object was
- * not written by either; decoding fails for it and the caller falls back to the metadata it gets with
- * the error (see `decodeEtcdOpsTask`).
+ * compile time below). It mirrors druid's CRD with one narrowing: `lastOperation.type` and `.state` must
+ * be values the controller (and druid) writes; a foreign value means neither wrote the object, so
+ * decoding fails and the caller falls back to the metadata it gets with the error (`decodeEtcdOpsTask`).
  */
 import * as Schema from "effect/Schema";
 import { type Assignable, Rfc3339 } from "./schema-helpers.ts";

@@ -1,14 +1,10 @@
 /**
- * How long unfinished tasks have been in their current phase, for the "stuck in one phase longer
- * than its deadline" alert: `opstask_task_phase_seconds_max{kind,phase}` (the longest, per handler
- * phase: admit, execute, cleanup; 0 when no task is there), and `opstask_phase_deadline_seconds{kind}`
- * when a phase deadline is set.
- *
- * It learns where a task is from two places: the end of each pass (its persisted status: the phase
- * of `lastOperation`; a finished task is in no phase until it is deleted, then in cleanup), and the
- * start of each handler call (a pass that calls a handler reports only once the call returns, so a
- * call that hangs is seen from its start). A task is forgotten when it finishes or is gone, so the
- * table holds at most the unfinished tasks of the cache.
+ * How long unfinished tasks have been in their current phase, for the "stuck in one phase" alert:
+ * `opstask_task_phase_seconds_max{kind,phase}` (the longest per handler phase, 0 when none) and
+ * `opstask_phase_deadline_seconds{kind}` when a phase deadline is set. Where a task is comes from each
+ * pass's end (the persisted `lastOperation`; a finished task is in cleanup once deleted) and from each
+ * handler call's start (so a call that hangs counts from its start). A task is forgotten when it
+ * finishes or is gone: the table holds at most the unfinished tasks of the cache.
  */
 import * as Effect from "effect/Effect";
 import { Gauge, type Registry } from "prom-client";

@@ -1,12 +1,9 @@
 /**
- * Backoff timers are stretched by a random fraction of up to `backoffJitter`: tasks that fail together
- * (one backup-restore sidecar down for a whole fleet of etcds, an apiserver hiccup) then retry spread
- * out instead of in lockstep. Only stretched, never shortened: the pass a timer starts must find the
- * machine's backoff (`retryAt`) over, or it would only wait again.
- *
- * The scheduler applies it (src/reconcile/pass-timers.ts); the runtime hands it this function, drawing
- * from Effect's Random (seedable in tests). The simulated controller keeps exact delays, so that
- * simulations replay to the millisecond.
+ * Backoff timers stretched by a random fraction of up to `backoffJitter`, so tasks that fail together
+ * (one sidecar down for a fleet of etcds, an apiserver hiccup) retry spread out. Only stretched, never
+ * shortened: the pass a timer starts must find the machine's `retryAt` over. The scheduler applies it
+ * (src/reconcile/pass-timers.ts) with Effect's Random (seedable in tests); the simulated controller keeps
+ * exact delays, so simulations replay to the millisecond.
  */
 import * as Effect from "effect/Effect";
 import * as Random from "effect/Random";

@@ -1,15 +1,11 @@
 /**
- * Noticing another controller on our tasks (etcd-druid ≥ v0.34 runs its own EtcdOpsTask controller,
- * which nothing in its configuration turns off): a field manager other than ours that wrote a task's
- * status, or that owns our finalizer (druid adds the very same finalizer name, so its presence says
- * nothing; who added it does). The controller does not fight over the object: it says so, once per
- * task and writer, with a Warning Event, a metric and a log line, in words of the task's kind and of
- * this controller; a kind that another controller is known to run names it (`OtherController`: the
- * EtcdOpsTask controller names etcd-druid's and deploy/coexistence/).
- *
- * Judged from `metadata.managedFields`, which the informer cache drops to save memory
- * (cache-object.ts): `inspect` runs on the object as it arrives, before that, and costs a walk over its
- * few managedFields entries. Findings wait in a small queue until the controller drains them.
+ * Noticing another controller on our tasks (etcd-druid ≥ v0.34 runs its own EtcdOpsTask controller): a
+ * field manager other than ours that wrote a task's status or owns our finalizer (druid adds the same
+ * finalizer name, so only who added it tells). The controller does not fight over the object; it says
+ * so once per task and writer, with a Warning Event, a metric and a log line, naming the other controller
+ * when the kind knows it (`OtherController`; for EtcdOpsTask, etcd-druid's and deploy/coexistence/).
+ * `inspect` runs on each object as it arrives, before the cache drops `managedFields` (cache-object.ts);
+ * findings wait in a small queue until the controller drains them.
  */
 import * as Effect from "effect/Effect";
 import type { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";

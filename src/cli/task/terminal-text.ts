@@ -1,13 +1,10 @@
 /**
- * Text from the cluster made safe for the operator's terminal. A task author controls much of what the
- * CLI prints (a rejected image's name in an error, a description), and a terminal obeys control
- * characters: ESC sequences can move the cursor, rewrite what is shown, set the window title or a
- * hyperlink; bidi overrides reorder what is read. So every such character is printed escaped instead:
- * C0 (tab and newline too: inside a cell or a field they would break the layout; the CLI's own line
- * breaks are added after), DEL, C1, and the bidi controls. `\t`, `\n`, `\r` read as such, others as
- * `\xHH` or `\uHHHH`. A backslash is left as it is, so a text that spells `\x1b` prints the same as one
- * holding ESC; it cannot act as one. Texts are capped first as the controller caps what it writes
- * (src/api/text-cap.ts), so a status written by hand cannot flood the screen either.
+ * Text from the cluster made safe for the operator's terminal: a task author controls much of what the
+ * CLI prints, and control characters can move the cursor, rewrite the screen, set the title or a link,
+ * or reorder what is read (bidi). Every C0 (tab and newline included: the CLI adds its own breaks
+ * after), DEL, C1 and bidi control is printed escaped (`\t`, `\n`, `\r`, else `\xHH` or `\uHHHH`); a
+ * backslash is left as it is, so a text spelling `\x1b` prints like one holding ESC but cannot act as
+ * one. Texts are capped first as the controller caps what it writes (src/api/text-cap.ts).
  */
 import { capText } from "../../api/text-cap.ts";
 

@@ -1,20 +1,15 @@
 /**
- * Where a resumable task's progress lives: annotations on the task itself, never on another object
- * (so a new task always starts at step 1, and the progress goes with its task). Annotations, not
- * status: a CRD whose status schema prunes unknown fields (etcd-druid's EtcdOpsTask) keeps them, and
- * the lifecycle stays the only writer of the status.
+ * Where a resumable task's progress lives: annotations on the task itself (so a new task starts at step
+ * 1), not status (a pruning status schema such as druid's keeps them, and the lifecycle stays the only
+ * status writer):
  *
- * - `<prefix>-last-completed-step`: the name of the last step whose run and wait both finished;
- * - `<prefix>-wait-start`: RFC 3339, when the wait of the next step began (its run finished): its
- *   deadline counts from here, across restarts;
+ * - `<prefix>-last-completed-step`: the last step whose run and wait both finished;
+ * - `<prefix>-wait-start`: RFC 3339, when the next step's wait began; its deadline counts from here;
  * - `<prefix>-last-undone-step`: during Cleanup of a failed task, the last step whose undo finished;
- * - `<prefix>-task-uid`: the UID of the task that wrote them. A task created from a copy of another's
- *   manifest (`kubectl get -o yaml`, edited, created again) carries its annotations but not its UID:
- *   its progress is ignored and it starts at step 1. (Progress without this key, as etcd-druid writes
- *   it, is taken as the task's own.)
+ * - `<prefix>-task-uid`: the UID of the task that wrote them; progress copied with another task's
+ *   manifest is ignored (progress without it, as etcd-druid writes it, is taken as the task's own).
  *
- * Whoever may edit the task may edit these, as they may delete it; a name this handler does not know
- * fails the task instead of guessing where to resume.
+ * A step name this handler does not know fails the task instead of guessing where to resume.
  */
 
 export interface StepAnnotations {
