@@ -1,8 +1,8 @@
 /**
- * `opstask/cli`: the task CLI for an operator's own kinds (`taskCli`, `cliKindOf`: get, describe,
- * wait, create and delete, as `opstask` has them for EtcdOpsTask, and the operator's own commands), and the Stately inspector of the machine
- * (`startStatelyInspector`; pass its `observer` to `runTaskController`). A separate entry because
- * these load CLI-only code and optional packages that the library's entry (`opstask`) never loads.
+ * `opstask/cli`: the task CLI for an operator's own kinds (`taskCli`, `cliKindOf`: get, describe, wait,
+ * create and delete as `opstask` has them for EtcdOpsTask, plus the operator's own commands) and the
+ * Stately inspector of the machine (`startStatelyInspector`; pass its `observer` to `runTaskController`).
+ * A separate entry: these load CLI-only code and optional packages the library's entry never loads.
  */
 export { scheduleCommand } from "./cli/schedule/schedule-command.ts";
 export { type CliKind, type CliKindOptions, cliKindOf, type ManifestObject } from "./cli/task/cli-kind.ts";

@@ -1,9 +1,9 @@
 /**
  * Packages only some features use are optional peer dependencies, so a library user does not install
- * them: Graphviz (`opstask machine --format svg`), the Stately inspector and its relay
- * (`--inspect`: @statelyai/inspect, ws), client-node
- * (the task CLI, `opstask dev`, and kubeconfigs with exec or auth-provider credentials). When one is
- * missing, the feature stops with what to install instead of a bare ERR_MODULE_NOT_FOUND.
+ * them: Graphviz (`opstask machine --format svg`), the Stately inspector and its relay (`--inspect`:
+ * @statelyai/inspect, ws), client-node (the task CLI, `opstask dev`, and kubeconfigs with exec or
+ * auth-provider credentials). A missing one stops the feature with what to install instead of a bare
+ * ERR_MODULE_NOT_FOUND.
  */
 const isModuleNotFound = (cause: unknown): boolean =>
   typeof cause === "object" && cause !== null && Reflect.get(cause, "code") === "ERR_MODULE_NOT_FOUND";
