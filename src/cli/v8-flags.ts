@@ -2,8 +2,9 @@
  * V8 settings that Node does not accept in NODE_OPTIONS (it allows only a short list of V8 flags
  * there), applied by `opstask controller` from OPSTASK_V8_FLAGS before the controller's code loads.
  *
- * The Deployment sets `--optimize-for-size` this way (why and what it saves: bench/PROFILE.md, "V8's
- * modes, measured"); set before the controller's code loads, it applies to every heap decision.
+ * The Deployment sets `--optimize-for-size` this way (why and what it saves:
+ * bench/PROFILE.md#v8s-modes-measured); set before the controller's code loads, it applies to every
+ * heap decision.
  *
  * Only flags (`--name` or `--name=value`) are taken: a value that is not one is an error naming the
  * variable, not a silently ignored setting. The variable is the operator's, like NODE_OPTIONS.

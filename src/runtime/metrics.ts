@@ -94,7 +94,7 @@ export interface ControllerMetricsOptions {
  * The event loop's figures without waking an idle process: prom-client's delay sampler gets a timer
  * that never fires and its histogram gauges are left out; the lag of one turn
  * (`nodejs_eventloop_lag_seconds`) and the busy share since the last scrape
- * (`performance.eventLoopUtilization`) are read when scraped. Why: bench/PROFILE.md, "What woke it".
+ * (`performance.eventLoopUtilization`) are read when scraped. Why: bench/PROFILE.md#what-woke-it.
  */
 const eventLoopFigures = (registry: Registry, prefix: string): void => {
   for (const name of [
