@@ -40,7 +40,11 @@ export interface BurstRun {
 /** Node's own floor with the Deployment's flags (bench/node-floor.ts). */
 export interface NodeFloor {
   readonly peakRss: number;
+  /** RSS at the end (older floors did not say). */
+  readonly rss?: number;
   readonly cpuMsPerRequest: number;
+  /** CPU from the process's start to its end (older floors did not say). */
+  readonly cpuMs?: number;
 }
 
 export interface CacheRun {
@@ -74,6 +78,8 @@ export interface ReportInput {
   readonly caches: readonly CacheRun[];
   readonly problems: readonly string[];
   readonly floor: NodeFloor | undefined;
+  /** Node's floor in bench/node-floor.ts's other modes (effect, client-node, list:PATH). */
+  readonly floors?: readonly { readonly mode: string; readonly floor: NodeFloor }[];
   /** The machine: CPUs, Node, load at start and end. */
   readonly machine: string;
   readonly wallSeconds: number;
@@ -251,6 +257,12 @@ export const printReport = (input: ReportInput): void => {
   if (input.floor !== undefined)
     console.log(
       `- Node's floor (bench/node-floor.ts: the Deployment's Node flags, node:https only, GETs to the same apiserver, no opstask code): peak RSS ${fmt(mb(input.floor.peakRss), 1)} MB, CPU ${fmt(input.floor.cpuMsPerRequest, 2)} ms per request`,
+    );
+  for (const { mode, floor } of input.floors ?? [])
+    console.log(
+      mode.startsWith("list:")
+        ? `- Node's floor for the takeover (bench/node-floor.ts list: the same flags, node:https only, LIST of the ${fmt(input.params.cacheTasks, 0)} settled tasks in pages of 500, each page parsed and its items kept in a Map): CPU from process start ${fmt(floor.cpuMs ?? Number.NaN, 0)} ms, peak RSS ${fmt(mb(floor.peakRss), 1)} MB`
+        : `- Node's floor with ${mode === "effect" ? "Effect loaded and run (Effect, Schema, Stream, Queue, Layer)" : "@kubernetes/client-node loaded, one read through it"} (bench/node-floor.ts ${mode}), then the same 200 GETs: RSS ${fmt(mb(floor.rss ?? Number.NaN), 1)} MB, peak ${fmt(mb(floor.peakRss), 1)} MB`,
     );
   if (problems.length > 0) {
     console.log("\n## Problems seen\n");

@@ -360,6 +360,12 @@ const runCache = async (which: Which): Promise<void> => {
     progress(`${which}: idle ${params.idleSeconds} s with ${names.length} tasks cached`);
     await sleep(params.idleSeconds * 1000);
     const sample = procSample(controller.pid);
+    // The least a Node process spends to LIST and keep these tasks (after the sample: it shares the CPUs).
+    if (which === "opstask" && params.cpuProf === undefined)
+      await measureFloors(
+        [`list:/apis/druid.gardener.cloud/v1alpha1/namespaces/${namespace}/etcdopstasks`],
+        0,
+      );
     if (params.cpuProf !== undefined && which === "opstask") {
       // A heap snapshot of the steady state (--heapsnapshot-signal), written into the profile directory.
       const before = readdirSync(params.cpuProf).length;
@@ -384,9 +390,10 @@ const runCache = async (which: Which): Promise<void> => {
 };
 
 /** Node's floor with the Deployment's environment (bench/node-floor.ts), on the same apiserver. */
-const measureFloor = async (): Promise<NodeFloor | undefined> => {
+const measureFloor = async (mode: string, requests: number): Promise<NodeFloor | undefined> => {
   // Bundled, as the controller is: --jitless leaves Node no WebAssembly, so no TypeScript stripping.
-  const entry = await bundle("bench/node-floor.ts", ".build/node-floor");
+  floorEntry ??= bundle("bench/node-floor.ts", ".build/node-floor");
+  const entry = await floorEntry;
   const caFile = join(scratch, "floor-ca.pem");
   writeFileSync(caFile, plane.caPem);
   const env = {
@@ -394,23 +401,39 @@ const measureFloor = async (): Promise<NodeFloor | undefined> => {
     ...deployedEnv(),
     ...(params.opstaskNodeOptions === undefined ? {} : { NODE_OPTIONS: params.opstaskNodeOptions }),
   };
-  const run = spawnSync(process.execPath, [entry, plane.server, plane.token, caFile, "200"], {
-    encoding: "utf8",
-    env,
-    timeout: 60_000,
-  });
+  const run = spawnSync(
+    process.execPath,
+    [entry, plane.server, plane.token, caFile, String(requests), mode],
+    {
+      encoding: "utf8",
+      env,
+      timeout: 120_000,
+    },
+  );
   const line = run.stdout.trim().split("\n").at(-1) ?? "";
   try {
     return JSON.parse(line) as NodeFloor;
   } catch {
-    problems.push(`Node's floor did not measure: ${run.stderr.trim().slice(0, 500) || `exit ${run.status}`}`);
+    problems.push(
+      `Node's floor (${mode}) did not measure: ${run.stderr.trim().slice(0, 500) || `exit ${run.status}`}`,
+    );
     return undefined;
+  }
+};
+let floorEntry: Promise<string> | undefined;
+/** Node's floor with more than node:https: Effect loaded, client-node loaded, a LIST of the settled tasks. */
+const floors: { mode: string; floor: NodeFloor }[] = [];
+const measureFloors = async (modes: readonly string[], requests: number): Promise<void> => {
+  for (const mode of modes) {
+    const floor = await measureFloor(mode, requests);
+    if (floor !== undefined) floors.push({ mode, floor });
   }
 };
 let floor: NodeFloor | undefined;
 
 try {
-  floor = await measureFloor();
+  floor = await measureFloor("https", 200);
+  await measureFloors(["effect", "client-node"], 200);
   for (let round = 1; round <= params.rounds; round += 1) {
     // Alternate who goes first, so that neither always meets the fresher apiserver.
     const order = round % 2 === 1 ? controllers : [...controllers].reverse();
@@ -434,6 +457,7 @@ printReport({
   caches,
   problems,
   floor,
+  floors,
   machine: `opstask NODE_OPTIONS \`${params.opstaskNodeOptions ?? deployedEnv().NODE_OPTIONS ?? ""}\`; ${cpus().length} CPUs, Node ${process.version}; load ${fmt(loadAtStart, 2)} → ${fmt(loadavg()[0] ?? 0, 2)}`,
   wallSeconds: (performance.now() - began) / 1000,
 });
