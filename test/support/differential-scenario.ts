@@ -65,7 +65,9 @@ export const commandArb: fc.Arbitrary<Command> = fc.oneof(
 /**
  * Scenarios that always run, one per rule of the per-key core, before the random ones.
  * - release: a task with a foreign finalizer is deleted; we clean up and remove ours; a label edit
- *   and the foreign finalizer's removal after that get nothing from us;
+ *   and the foreign finalizer's removal after that get nothing from us. Another is deleted with ours
+ *   its last finalizer (released while our copy still holds it) and created again under its name:
+ *   nothing lands on the old one, the new one runs from the start;
  * - takeover: finished tasks whose TTL runs (3600 s; 4 s, finished just before) and a pass cut while
  *   Execute hangs are seen by a new controller: the finished ones wait for their TTL without a write
  *   (the 4 s one is then deleted), the cut one calls Execute again; a label edit of a finished task
@@ -76,8 +78,11 @@ export const commandArb: fc.Arbitrary<Command> = fc.oneof(
 export const examples: ReadonlyArray<ReadonlyArray<Command>> = [
   [
     { kind: "create", name: "a", etcd: "e1", ttl: 3600, plan: "ok" },
+    { kind: "create", name: "b", etcd: "e2", ttl: 3600, plan: "ok" },
     { kind: "foreign", name: "a" },
     { kind: "delete", name: "a" },
+    { kind: "delete", name: "b" },
+    { kind: "create", name: "b", etcd: "e2", ttl: 3600, plan: "fail" },
     { kind: "label", name: "a" },
     { kind: "unforeign", name: "a" },
   ],
