@@ -81,6 +81,8 @@ export interface PassView<Task> {
   readonly uid: string;
   readonly runId: string;
   readonly trigger: TriggerReason;
+  /** Nothing but changes of its own object woke it. */
+  readonly onlyChanged: boolean;
   /** When it started (the driver's clock). */
   readonly started: number;
   readonly createdAt: number;
@@ -329,7 +331,6 @@ export class TaskCore<Task> {
     // Nothing new since this key's last pass (the echo of its own write): no decode, no pass.
     if (scheduler.skipsEcho(key, versionOf(object))) return [];
     const decoded = this.#decoded.get(object) ?? readTask(kind, object);
-    this.#decoded.delete(object);
     if (decoded === undefined) return [undecodable(key, object, kind)];
     const { facts, task } = decoded;
     const group = groupKeyOf(facts);
@@ -337,8 +338,10 @@ export class TaskCore<Task> {
     const runId =
       this.#options.runIdOf?.(now, this.#serial) ?? `${now.toString(36)}-${this.#serial.toString(36)}`;
     const started = scheduler.start(key, facts, () => this.#peers(group, key), now, runId);
-    // Deferred (the key is in a pass already, or another pass holds its admission group) or released.
+    // Deferred (the key is in a pass already, or another pass holds its admission group) or released:
+    // the decode waits for the pass that starts.
     if (started === undefined) return [];
+    this.#decoded.delete(object);
     // A settled task (a resync, an early timer) only needs its TTL due time: no machine run.
     const ttl = settledUntil(started.input);
     if (ttl !== undefined) {
@@ -355,6 +358,7 @@ export class TaskCore<Task> {
       lockedGroup: started.lockedGroup,
       runId,
       trigger: started.trigger,
+      onlyChanged: started.onlyChanged,
       started: now,
       createdAt: started.input.task.createdAt,
       task,

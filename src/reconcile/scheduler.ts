@@ -67,6 +67,8 @@ export interface PassStart<K extends Kept> extends PassHold {
   readonly kept: K | undefined;
   /** Why this pass runs. */
   readonly trigger: TriggerReason;
+  /** Nothing but changes of its own object woke it (an echo of our write, unless one is new). */
+  readonly onlyChanged: boolean;
 }
 
 /** A key to run, and why. */
@@ -237,7 +239,8 @@ export class TaskScheduler<K extends Kept = Kept> {
     // The pass decides the key's next due time when it ends.
     this.#timers.clear(key);
     const input = this.inputOf(facts, peers(), now, runId, kept?.known);
-    return { key, uid, group, lockedGroup, input, kept, trigger: this.#reasons.take(key) };
+    const onlyChanged = this.#reasons.onlyChanged(key);
+    return { key, uid, group, lockedGroup, input, kept, trigger: this.#reasons.take(key), onlyChanged };
   }
 
   /** The input of a pass over `facts` at `now`, with the task's retry state; takes nothing. */

@@ -10,6 +10,8 @@ import { maxLastErrors } from "../../src/machine/status-edits.ts";
 import { fromWireTime, toWireTime } from "../../src/machine/time.ts";
 import { finalizersOf, foreignFinalizer, metadataOf, type World } from "./world.ts";
 
+const deadlineCode = "ERR_DEADLINE_EXCEEDED";
+
 const fail = (property: string, detail: string): never => {
   throw new Error(`property "${property}" violated: ${detail}`);
 };
@@ -186,7 +188,9 @@ export class HistoryChecker {
       const written = (this.#statuses.get(call.uid) ?? []).filter((entry) => entry.at === call.persistedAt);
       const observedAt = toWireTime(call.persistedAt);
       const recorded = written.some(({ status }) => {
-        const last = status.lastErrors?.at(-1);
+        // A retry answered past the phase's deadline is followed, in the same write, by the deadline's error.
+        const errors = status.lastErrors ?? [];
+        const last = errors.at(-1)?.code === deadlineCode ? errors.at(-2) : errors.at(-1);
         return last?.code === error.code && last.observedAt === observedAt;
       });
       if (!recorded)
@@ -338,4 +342,124 @@ export const checkResultsKept = (world: World): void => {
         `${call.name}: ${call.phase} returned ${call.outcome?.kind} at ${call.endedAt}, never written`,
       );
   }
+};
+
+// ---- work saved: the core's rules that spare a pass or a decode ---------------------------------
+
+const versionNumber = (version: string | undefined): number => Number(version ?? Number.NaN);
+
+/**
+ * (k) The watch event of our own write starts no pass: a pass woken by nothing but changes of its
+ * object never starts over the version its task's previous pass left, when every change in between
+ * (since that pass's start) was our own write. (Not after a DELETE: its answer may carry someone
+ * else's change unseen, so the pass after it looks again.)
+ */
+export const checkEchoesSkipped = (world: World): void => {
+  const { passes, writes } = world.controller;
+  const own = new Set(writes.map((write) => write.resourceVersion));
+  const events = world.server.events;
+  passes.forEach((pass, index) => {
+    if (!pass.onlyChanged) return;
+    const previous = passes.slice(0, index).findLast((earlier) => earlier.uid === pass.uid);
+    if (previous?.left !== pass.version || previous.effects.includes("DeleteTask")) return;
+    const from = versionNumber(previous.version);
+    const to = versionNumber(previous.left);
+    const between = events.filter((event) => {
+      const meta = metadataOf(event.object);
+      const version = versionNumber(String(meta.resourceVersion));
+      return meta.uid === pass.uid && version > from && version <= to;
+    });
+    if (between.every((event) => own.has(String(metadataOf(event.object).resourceVersion))))
+      fail(
+        "own write echoes run no pass",
+        `${pass.name}: a pass (${pass.trigger}) started at ${pass.at} over version ${pass.version}, which its previous pass had written`,
+      );
+  });
+};
+
+/** (l) A task whose last finalizer our write removed (the object is gone) gets no pass after it. */
+export const checkReleasedTasksLeftAlone = (world: World): void => {
+  const { passes, writes } = world.controller;
+  for (const write of writes) {
+    if (write.effect !== "RemoveFinalizer") continue;
+    const removed = world.server.events.findIndex(
+      (event) =>
+        event.type === "DELETED" &&
+        String(metadataOf(event.object).resourceVersion) === write.resourceVersion,
+    );
+    if (removed < 0) continue;
+    const later = passes.find((pass) => pass.uid === write.uid && pass.eventIndex > removed);
+    if (later !== undefined)
+      fail(
+        "released tasks left alone",
+        `${write.name}: a pass (${later.trigger}) started at ${later.at} after our write removed its last finalizer`,
+      );
+  }
+};
+
+/** Whether a stored task only waits for its TTL at `now`: finished, not deleting, TTL ahead. */
+const settledAt = (object: JsonObject, now: number): boolean => {
+  const status = statusOf(object);
+  if (!isTerminal(status.state) || metadataOf(object).deletionTimestamp !== undefined) return false;
+  const since = fromWireTime(String(status.lastTransitionTime)) ?? 0;
+  return since + Number(specOf(object).ttlSecondsAfterFinished ?? 3600) * 1000 > now;
+};
+
+/**
+ * (m) A finished task found at a restart waits for its TTL undecoded: neither the listing nor a turn
+ * of its own decodes it before the TTL runs out (unless a resync looked at every task meanwhile).
+ * Checked for the controller's current life.
+ */
+export const checkSettledTasksUndecoded = (world: World): void => {
+  const { controller, server } = world;
+  if (controller.epoch === 0 || world.resynced.has(controller.epoch)) return;
+  const objects = new Map(
+    server.events.map((event) => [String(metadataOf(event.object).resourceVersion), event.object]),
+  );
+  for (const decode of controller.decodes) {
+    if (decode.epoch !== controller.epoch || !decode.own) continue;
+    if (versionNumber(decode.version) > controller.listedVersion) continue;
+    const object = objects.get(decode.version);
+    if (object === undefined || !settledAt(object, decode.at)) continue;
+    fail(
+      "settled tasks wait undecoded",
+      `${String(metadataOf(object).name)}: version ${decode.version} decoded by a ${decode.input} at ${decode.at}, before its TTL`,
+    );
+  }
+};
+
+/**
+ * (n) A change's decode is the one the pass it wakes uses: a pass woken by a change decodes its
+ * object's version at most once in all (this life), counting the decode of the change.
+ */
+export const checkDecodesReused = (world: World): void => {
+  const { passes, decodes } = world.controller;
+  for (const pass of passes) {
+    if (pass.trigger !== "object added" && pass.trigger !== "object changed") continue;
+    const since = passes
+      .filter((other) => other.uid === pass.uid && other.decodeIndex < pass.decodeIndex)
+      .reduce((latest, other) => Math.max(latest, other.decodeIndex), 0);
+    const decoded = decodes
+      .slice(since, pass.decodeIndex)
+      .filter(
+        (decode) =>
+          decode.uid === pass.uid &&
+          decode.version === pass.version &&
+          decode.epoch === pass.epoch &&
+          decode.own,
+      );
+    if (decoded.length > 1)
+      fail(
+        "a change's decode is reused",
+        `${pass.name}: version ${pass.version} decoded ${decoded.length} times (${decoded.map((d) => d.input).join(", ")}) for a pass (${pass.trigger}) at ${pass.at}`,
+      );
+  }
+};
+
+/** The properties of the work the core's rules save. */
+export const checkWorkSaved = (world: World): void => {
+  checkEchoesSkipped(world);
+  checkReleasedTasksLeftAlone(world);
+  checkSettledTasksUndecoded(world);
+  checkDecodesReused(world);
 };

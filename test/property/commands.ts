@@ -213,12 +213,33 @@ class LaggingWatch implements Command {
   run(_: object, world: World): void {
     world.controller.lagWatch();
     world.controller.runUntilIdle();
-    if (this.resync) world.controller.resync();
+    if (this.resync) {
+      world.resynced.add(world.controller.epoch);
+      world.controller.resync();
+    }
     world.controller.runUntilIdle();
     world.controller.catchUp();
     world.controller.runUntilIdle();
   }
   toString = () => `laggingWatch(${this.resync ? "resync" : "no resync"})`;
+}
+
+/**
+ * The user deletes a task and the watch falls behind right after telling the controller: its Cleanup
+ * removes our finalizer while the copy still holds the task, and a resync then wakes every task.
+ */
+class DeleteWhileWatchLags implements Command {
+  readonly name: string;
+  constructor(name: string) {
+    this.name = name;
+  }
+  check = () => true;
+  run(_: object, world: World): void {
+    world.server.delete(namespace, this.name);
+    world.controller.catchUp();
+    new LaggingWatch(true).run({}, world);
+  }
+  toString = () => `deleteWhileWatchLags(${this.name})`;
 }
 
 class FailNextStatusWrite implements Command {
@@ -314,6 +335,7 @@ export const commandArbs = [
   fc.nat({ max: 8 }).map((n) => new Crash(n)),
   fc.constant(new FailNextStatusWrite()),
   fc.boolean().map((resync) => new LaggingWatch(resync)),
+  nameArb.map((name) => new DeleteWhileWatchLags(name)),
   fc.constant(new FailNextDelete()),
   fc.constant(new ConcurrentEdit()),
   fc.constantFrom<"delete" | "label">("delete", "label").map((action) => new BetweenReturnAndWrite(action)),

@@ -12,6 +12,7 @@ import {
   checkReleased,
   checkResultsKept,
   checkSettledPassesAreNoOps,
+  checkWorkSaved,
   HistoryChecker,
 } from "./checks.ts";
 import { commandArbs } from "./commands.ts";
@@ -30,6 +31,7 @@ const checkAll = (world: World, history: HistoryChecker) => {
   checkSettledPassesAreNoOps(world);
   history.checkTtl(ttlSlackMs);
   history.checkErrorsRecorded();
+  checkWorkSaved(world);
 };
 
 const lifecycleProperty = (options: Parameters<typeof makeWorld>[0]) =>

@@ -37,6 +37,8 @@ export const makeWorld = (options: WorldOptions) => {
     scripts,
     /** Foreign finalizers the user put on each object and has not removed. */
     foreign: new Set<string>(),
+    /** Controller lives (epochs) in which a resync looked at every task. */
+    resynced: new Set<number>(),
     created: [] as string[],
   };
 };

@@ -25,9 +25,23 @@ import type { FakeClock } from "./clock.ts";
 import { MemoryWrites } from "./memory-writes.ts";
 import type { JsonObject } from "./merge-patch.ts";
 import { answerOf } from "./perform-write.ts";
-import type { Behaviour, HandlerCall, PassRecord, RecordedEvent, WriteRecord } from "./records.ts";
+import type {
+  Behaviour,
+  DecodeRecord,
+  HandlerCall,
+  PassRecord,
+  RecordedEvent,
+  WriteRecord,
+} from "./records.ts";
 
-export type { Behaviour, HandlerCall, PassRecord, RecordedEvent, WriteRecord } from "./records.ts";
+export type {
+  Behaviour,
+  DecodeRecord,
+  HandlerCall,
+  PassRecord,
+  RecordedEvent,
+  WriteRecord,
+} from "./records.ts";
 
 export interface SimulatedControllerOptions<Task> {
   readonly kind: TaskKind<Task>;
@@ -73,7 +87,11 @@ export class SimulatedController<Task> {
   readonly calls: HandlerCall[] = [];
   readonly events: RecordedEvent[] = [];
   readonly passes: PassRecord[] = [];
+  /** The core's decodes of tasks: the work its rules save is checked on these. */
+  readonly decodes: DecodeRecord[] = [];
   epoch = 0;
+  /** The highest resourceVersion listed at the last (re)start. */
+  listedVersion = 0;
 
   readonly #options: SimulatedControllerOptions<Task>;
   readonly #ready: string[] = [];
@@ -84,8 +102,10 @@ export class SimulatedController<Task> {
   readonly #pending: WatchEvent[] = [];
   /** Handler calls since the last crash, by the core's call id. */
   readonly #calls = new Map<number, Call>();
-  /** Requests performed by each pass in progress, by pass id. */
-  readonly #performed = new Map<number, TaskEffect["_tag"][]>();
+  /** Each pass in progress, as it will be recorded, by pass id. */
+  readonly #running = new Map<number, Omit<PassRecord, "effects"> & { effects: TaskEffect["_tag"][] }>();
+  /** The input the core is stepping (what its decodes are for). */
+  #stepping: CoreInput | undefined;
   /** The resourceVersion each key's last normally ended pass left behind, and when that pass ended. */
   readonly #settled = new Map<string, { readonly resourceVersion: string; readonly at: number }>();
   #crashCountdown: number | undefined;
@@ -177,7 +197,7 @@ export class SimulatedController<Task> {
     this.#ready.length = 0;
     this.#core = this.#newCore();
     this.#calls.clear();
-    this.#performed.clear();
+    this.#running.clear();
     this.#settled.clear();
     this.#copy.clear();
     this.#pending.length = 0;
@@ -270,9 +290,24 @@ export class SimulatedController<Task> {
   // ---- the watch and the queue ------------------------------------------------------------------
 
   #newCore(): TaskCore<Task> {
-    const { kind, config, supported } = this.#options;
+    const { kind, config, supported, clock } = this.#options;
+    const decode = (object: unknown) => {
+      const { uid, resourceVersion } = metadataOf(object as JsonObject);
+      const input = this.#stepping;
+      const change = input?._tag === "Changed" ? { type: input.type } : {};
+      const keyed = input?._tag === "Changed" || input?._tag === "Turn";
+      const own = keyed && input.key === storedKeyOf(object as JsonObject);
+      const record = {
+        uid: String(uid),
+        version: String(resourceVersion),
+        at: clock.now(),
+        epoch: this.epoch,
+      };
+      this.decodes.push({ ...record, input: input?._tag ?? "check", own, ...change });
+      return kind.decode(object);
+    };
     return new TaskCore({
-      kind,
+      kind: { ...kind, decode },
       config,
       supported,
       read: (key) => this.#copy.get(key),
@@ -282,6 +317,7 @@ export class SimulatedController<Task> {
 
   #relist(): void {
     const now = this.#options.clock.now();
+    this.listedVersion = this.#options.server.events.length;
     for (const object of this.#options.server.list()) {
       const key = storedKeyOf(object);
       this.#copy.set(key, object);
@@ -325,13 +361,20 @@ export class SimulatedController<Task> {
   /** Steps the core with `input` and performs its commands, feeding answers back, until none is left. */
   #feed(input: CoreInput): void {
     const epoch = this.epoch;
-    const queue = this.#core.step(input);
+    const queue = this.#step(input);
     for (let command = queue.shift(); command !== undefined; command = queue.shift()) {
       const next = this.#perform(command);
       // A crash ends this controller's life: the rest of the commands are lost with it.
       if (this.epoch !== epoch) return;
-      if (next !== undefined) queue.push(...this.#core.step(next));
+      if (next !== undefined) queue.push(...this.#step(next));
     }
+  }
+
+  #step(input: CoreInput): CoreCommand<Task>[] {
+    this.#stepping = input;
+    const commands = this.#core.step(input);
+    this.#stepping = undefined;
+    return commands;
   }
 
   #perform(command: CoreCommand<Task>): CoreInput | undefined {
@@ -359,7 +402,19 @@ export class SimulatedController<Task> {
       }
       case "Started": {
         const { pass, step, kept } = command;
-        this.#performed.set(pass.id, []);
+        this.#running.set(pass.id, {
+          uid: pass.uid,
+          name: splitKey(pass.key)[1],
+          at: pass.started,
+          transitions: [],
+          effects: [],
+          trigger: pass.trigger,
+          onlyChanged: pass.onlyChanged,
+          version: versionOf(pass.object as JsonObject),
+          eventIndex: this.#options.server.events.length,
+          decodeIndex: this.decodes.length,
+          epoch: this.epoch,
+        });
         this.#settled.delete(pass.key);
         const record = kept === undefined ? undefined : this.#calls.get(kept)?.record;
         // A kept result the machine set aside (the task moved on) is superseded; one it ignored while
@@ -379,27 +434,21 @@ export class SimulatedController<Task> {
       }
       case "Ended": {
         const { pass, step } = command;
-        const effects = this.#performed.get(pass.id) ?? [];
-        this.#performed.delete(pass.id);
-        const record = {
-          uid: pass.uid,
-          name: splitKey(pass.key)[1],
-          at: pass.started,
-          transitions: step.pass.transitions,
-        };
+        const running = this.#running.get(pass.id);
+        this.#running.delete(pass.id);
+        if (running === undefined) return undefined;
+        const record = { ...running, transitions: step.pass.transitions };
         if (command.how === "ended" && command.end !== undefined) {
-          effects.push(command.end._tag);
+          record.effects.push(command.end._tag);
           const held = command.holds === undefined ? undefined : this.#calls.get(command.holds)?.record;
           if (held !== undefined) held.unwritten = true;
-          this.passes.push({ ...record, end: command.end, effects });
-          this.#settled.set(pass.key, {
-            resourceVersion: versionOf(pass.object as JsonObject),
-            at: clock.now(),
-          });
+          const left = versionOf(pass.object as JsonObject);
+          this.passes.push({ ...record, end: command.end, left });
+          this.#settled.set(pass.key, { resourceVersion: left, at: clock.now() });
         } else {
           const aborted =
             step._tag === "Stopped" && step.stopped._tag !== "Gone" ? step.stopped.cause : "gone";
-          this.passes.push({ ...record, aborted, effects });
+          this.passes.push({ ...record, aborted });
         }
         return undefined;
       }
@@ -419,14 +468,9 @@ export class SimulatedController<Task> {
     const { pass } = command;
     const held = pass.holds === undefined ? undefined : this.#calls.get(pass.holds)?.record;
     if (held !== undefined) held.dropped ??= "crash";
-    this.passes.push({
-      uid: pass.uid,
-      name: splitKey(pass.key)[1],
-      at: pass.started,
-      transitions: pass.step.pass.transitions,
-      aborted: "crash",
-      effects: this.#performed.get(pass.id) ?? [],
-    });
+    const running = this.#running.get(pass.id);
+    if (running !== undefined)
+      this.passes.push({ ...running, transitions: pass.step.pass.transitions, aborted: "crash" });
     this.crash();
     return true;
   }
@@ -437,11 +481,11 @@ export class SimulatedController<Task> {
     const { pass } = command;
     const now = clock.now();
     if (command._tag === "Call") {
-      this.#performed.get(pass.id)?.push("RunPhase");
+      this.#running.get(pass.id)?.effects.push("RunPhase");
       return this.#call(command);
     }
     const { request } = command;
-    this.#performed.get(pass.id)?.push(request._tag);
+    this.#running.get(pass.id)?.effects.push(request._tag);
     if (request._tag === "RecordEvent") {
       const name = splitKey(pass.key)[1];
       this.events.push({

@@ -83,8 +83,10 @@ export class MemoryWrites {
       return { kind: "failed", reason: "status write failed: 500 Internal Server Error" };
     }
     const result = performWrite(server, target.object, request);
-    if (result.kind === "ok" && isTaskWrite(request))
-      this.records.push({ uid: target.uid, name, effect: request._tag, at: now });
+    if (result.kind === "ok" && isTaskWrite(request)) {
+      const resourceVersion = String((result.object?.metadata as JsonObject | undefined)?.resourceVersion);
+      this.records.push({ uid: target.uid, name, effect: request._tag, at: now, resourceVersion });
+    }
     return result;
   }
 }

@@ -6,6 +6,7 @@ import type { PassEnd, TaskEffect } from "../../effects/task-effect.ts";
 import type { Phase, PhaseOutcome } from "../../machine/types.ts";
 import type { HandlerDefect } from "../../reconcile/handler-defect.ts";
 import type { TransitionRecord } from "../../reconcile/pass.ts";
+import type { TriggerReason } from "../../reconcile/trigger-reason.ts";
 
 /** What a scripted handler does when called. */
 export type Behaviour =
@@ -53,6 +54,8 @@ export interface WriteRecord {
   readonly name: string;
   readonly effect: TaskEffect["_tag"];
   readonly at: number;
+  /** The object's resourceVersion after the write (a DELETED event's, when it removed the object). */
+  readonly resourceVersion: string;
 }
 
 export interface RecordedEvent {
@@ -73,4 +76,28 @@ export interface PassRecord {
   readonly aborted?: string;
   /** The effects of the pass in order (for the no-op property). */
   readonly effects: ReadonlyArray<TaskEffect["_tag"]>;
+  readonly trigger: TriggerReason;
+  /** Nothing but changes of its own object woke it. */
+  readonly onlyChanged: boolean;
+  /** The resourceVersion it started over, and the one it left (a normal end only). */
+  readonly version: string;
+  readonly left?: string;
+  /** How many watch events the server had sent, and decodes made, when it started. */
+  readonly eventIndex: number;
+  readonly decodeIndex: number;
+  /** Crashes before this pass. */
+  readonly epoch: number;
+}
+
+/** A decode of a task by the core, and the input it was stepping (a peer's read included). */
+export interface DecodeRecord {
+  readonly uid: string;
+  readonly version: string;
+  readonly input: "Changed" | "Turn" | "Answered" | "Returned" | "RelatedChanged" | "Resync" | "check";
+  /** The input is a change or a turn of the task decoded (not a read of it as another task's peer). */
+  readonly own: boolean;
+  /** A change's type. */
+  readonly type?: "ADDED" | "MODIFIED" | "DELETED";
+  readonly at: number;
+  readonly epoch: number;
 }
