@@ -3,11 +3,11 @@
  * under a fake clock, test/support/differential-memory.ts) and through the cluster runtime against a
  * real kube-apiserver + etcd (test/support/differential-cluster.ts). Per task, both worlds must make
  * the same writes (who, verb, fields changed, in order; differential-writes.ts), the same handler
- * calls (phases, in order) and leave the same objects. The scenarios cover the core's rules: our own
+ * calls (phases, in order) and the same Events (type, reason, note), and leave the same objects. The scenarios cover the core's rules: our own
  * writes' echoes, the release of a task whose last finalizer we removed, settled tasks at a takeover,
  * and a takeover of a pass in flight (differential-scenario.ts).
  *
- * Not compared: passes and requests that write nothing (reads, the watch, Events). How many passes a
+ * Not compared: passes and requests that write nothing (reads, the watch). How many passes a
  * real controller runs depends on timing — events that arrive while a pass runs share the next one,
  * and periodic requeues count wall time — while the memory driver takes one event at a time. A pass
  * that acts shows up as a write or a call, which are compared.
@@ -28,7 +28,7 @@ import { controllerUser, writeAudit } from "../support/differential-audit.ts";
 import { runOnCluster } from "../support/differential-cluster.ts";
 import { runInMemory } from "../support/differential-memory.ts";
 import { type Command, commandArb, examples } from "../support/differential-scenario.ts";
-import { callsPerTask, finalsByName, writesPerTask } from "../support/differential-writes.ts";
+import { callsPerTask, eventsPerTask, finalsByName, writesPerTask } from "../support/differential-writes.ts";
 
 const audit = writeAudit(mkdtempSync(join(tmpdir(), "opstask-differential-")));
 const cluster = useControlPlane({
@@ -41,15 +41,17 @@ const cluster = useControlPlane({
 const observed = (world: {
   readonly writes: Parameters<typeof writesPerTask>[0];
   readonly calls: Parameters<typeof callsPerTask>[1];
+  readonly events: Parameters<typeof eventsPerTask>[1];
   readonly finals: Parameters<typeof finalsByName>[0];
 }) => ({
   writes: writesPerTask(world.writes),
   calls: callsPerTask(world.writes, world.calls),
+  events: eventsPerTask(world.writes, world.events),
   finals: finalsByName(world.finals),
 });
 
 describe("differential: memory interpreter vs the cluster runtime on a real API server", () => {
-  it("agrees per task on writes (who, verb, fields changed), handler calls and final objects", async () => {
+  it("agrees per task on writes (who, verb, fields changed), handler calls, Events and final objects", async () => {
     const plane = cluster();
     const kubeConfigs = { user: plane.makeKubeConfig(), controller: plane.makeKubeConfig(controllerUser) };
     // Each command costs `settleMs` of wall time: 4 random scenarios of up to 4 commands bound the run.

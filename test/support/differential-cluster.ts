@@ -9,7 +9,7 @@ import { createTestNamespace } from "./cluster.ts";
 import { type RunningController, scriptedHandlers, startController } from "./controller.ts";
 import type { WriteAudit } from "./differential-audit.ts";
 import { type Command, executeSteps, foreignFinalizer, settleMs, timing } from "./differential-scenario.ts";
-import type { ObservedWrite } from "./differential-writes.ts";
+import type { ObservedEvent, ObservedWrite } from "./differential-writes.ts";
 import { namespace as memoryNamespace, taskObject } from "./simulation.ts";
 
 const group = { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcdopstasks" };
@@ -29,6 +29,7 @@ const metadataOf = (object: JsonObject) =>
 export interface ClusterWorld {
   readonly writes: ReadonlyArray<ObservedWrite>;
   readonly calls: ReadonlyArray<{ readonly uid: string; readonly phase: Phase }>;
+  readonly events: ReadonlyArray<ObservedEvent>;
   readonly finals: ReadonlyArray<JsonObject>;
 }
 
@@ -122,6 +123,7 @@ export const runOnCluster = async (
     const list = (await api.listNamespacedCustomObject({ ...group, namespace })) as { items: JsonObject[] };
     return {
       writes: asInMemory(audit.writesIn(namespace), namespace),
+      events: asInMemory(audit.eventsIn(namespace), namespace),
       calls: handlers.calls.map((call) => ({ uid: call.uid, phase: call.phase })),
       finals: asInMemory(list.items, namespace),
     };

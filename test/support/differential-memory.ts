@@ -22,7 +22,7 @@ import {
   settleMs,
   timing,
 } from "./differential-scenario.ts";
-import type { ObservedWrite } from "./differential-writes.ts";
+import type { ObservedEvent, ObservedWrite } from "./differential-writes.ts";
 import { epoch, namespace, taskObject } from "./simulation.ts";
 
 /** A memory API server that records each write with who made it (`actor`, set by the test). */
@@ -103,6 +103,7 @@ const finalizersOf = (object: JsonObject): string[] => {
 export interface MemoryWorld {
   readonly writes: ReadonlyArray<ObservedWrite>;
   readonly calls: ReadonlyArray<{ readonly uid: string; readonly phase: Phase }>;
+  readonly events: ReadonlyArray<ObservedEvent>;
   readonly finals: ReadonlyArray<JsonObject>;
 }
 
@@ -166,5 +167,5 @@ export const runInMemory = (commands: ReadonlyArray<Command>): MemoryWorld => {
     });
     controller.advanceAndRun(settleMs);
   }
-  return { writes: server.writes, calls: controller.calls, finals: server.list() };
+  return { writes: server.writes, calls: controller.calls, events: controller.events, finals: server.list() };
 };

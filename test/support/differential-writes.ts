@@ -23,6 +23,15 @@ export interface ObservedWrite {
   readonly object?: JsonObject;
 }
 
+/** A Kubernetes Event about a task. */
+export interface ObservedEvent {
+  /** The task's UID. */
+  readonly uid: string;
+  readonly eventType: string;
+  readonly reason: string;
+  readonly note: string;
+}
+
 /** Per task incarnation (`name#n`, n counting creations of that name from 0): its writes in order. */
 export type WritesPerTask = Record<string, string[]>;
 
@@ -152,6 +161,19 @@ export const writesPerTask = (writes: ReadonlyArray<ObservedWrite>): WritesPerTa
 export const callsPerTask = (
   writes: ReadonlyArray<ObservedWrite>,
   calls: ReadonlyArray<{ readonly uid: string; readonly phase: string }>,
+): Record<string, string[]> => perTask(writes, calls, (call) => call.phase);
+
+/** Events per task incarnation, labelled as `writesPerTask` labels them. */
+export const eventsPerTask = (
+  writes: ReadonlyArray<ObservedWrite>,
+  events: ReadonlyArray<ObservedEvent>,
+): Record<string, string[]> =>
+  perTask(writes, events, (event) => `${event.eventType} ${event.reason}: ${event.note}`);
+
+const perTask = <A extends { readonly uid: string }>(
+  writes: ReadonlyArray<ObservedWrite>,
+  items: ReadonlyArray<A>,
+  line: (item: A) => string,
 ): Record<string, string[]> => {
   const labelOf = new Map<string, string>();
   const incarnations = new Map<string, number>();
@@ -163,10 +185,10 @@ export const callsPerTask = (
     labelOf.set(uid, `${write.name}#${n}`);
   }
   const out: Record<string, string[]> = {};
-  for (const call of calls) {
-    const label = labelOf.get(call.uid) ?? call.uid;
+  for (const item of items) {
+    const label = labelOf.get(item.uid) ?? item.uid;
     const list = out[label] ?? [];
-    list.push(call.phase);
+    list.push(line(item));
     out[label] = list;
   }
   return out;
