@@ -37,7 +37,11 @@ export type Command =
   | { readonly kind: "foreign"; readonly name: string }
   /** Removes the foreign finalizer: a released task goes without us. */
   | { readonly kind: "unforeign"; readonly name: string }
-  /** The controller stops (calls in flight cut) and a new one takes over from a fresh list. */
+  /**
+   * The controller stops (calls in flight cut) and a new one takes over from a fresh list. Only
+   * between commands, when nothing but a hanging call is in flight: at any other instant, what the
+   * real controller had written before it stopped would be decided by timing.
+   */
   | { readonly kind: "restart" };
 
 const names = ["a", "b", "c"];
