@@ -5,7 +5,7 @@
  */
 import * as Layer from "effect/Layer";
 import type { GroupObjects, KubeAccess, RequestCounter } from "../advanced.ts";
-import type { HandlersFor } from "../index.ts";
+import { type HandlerRegistry, memberHandlers } from "../index.ts";
 import type { TaskConfig } from "./api/config/task-config.ts";
 import type { EtcdOpsTask } from "./api/etcdopstask.ts";
 import { nodeBackupRestoreHttpLayer, type ResolveOverride } from "./backup-restore-http-node.ts";
@@ -33,20 +33,22 @@ export interface EtcdHandlerOptions {
 }
 
 /**
- * One handler per member of the config union (a member without one does not compile), configured: a
- * task author cannot choose what the configuration fixes.
+ * One handler per member of the config union (a member without one does not compile), each given its
+ * member's typed config (`memberHandlers`), configured: a task author cannot choose what the
+ * configuration fixes.
  */
 export const makeEtcdHandlers = (
   options: EtcdHandlerOptions = {},
-): HandlersFor<TaskConfig, EtcdOpsTask, EtcdHandlerServices> => ({
-  onDemandSnapshot: onDemandSnapshotHandler,
-  onDemandMaintenance: onDemandMaintenanceHandler,
-  onDemandSnapshotCompaction: makeOnDemandSnapshotCompactionHandler(options.compaction),
-  recoverFromQuorumLoss: recoverFromQuorumLossHandler,
-});
+): HandlerRegistry<EtcdOpsTask, EtcdHandlerServices> =>
+  memberHandlers((task: EtcdOpsTask): TaskConfig => task.spec.config, {
+    onDemandSnapshot: onDemandSnapshotHandler,
+    onDemandMaintenance: onDemandMaintenanceHandler,
+    onDemandSnapshotCompaction: makeOnDemandSnapshotCompactionHandler(options.compaction),
+    recoverFromQuorumLoss: recoverFromQuorumLossHandler,
+  });
 
 /** The handlers with their defaults (the default compaction image, no other image allowed). */
-export const etcdHandlers: HandlersFor<TaskConfig, EtcdOpsTask, EtcdHandlerServices> = makeEtcdHandlers();
+export const etcdHandlers: HandlerRegistry<EtcdOpsTask, EtcdHandlerServices> = makeEtcdHandlers();
 
 export interface EtcdHandlerLayerOptions {
   /** opstask's lean `KubeClient` (`loadKubeClient`) or a client-node `KubeConfig`. */

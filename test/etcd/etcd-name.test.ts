@@ -14,8 +14,8 @@ import { makeOnDemandSnapshotHandler } from "../../src/etcd/on-demand-snapshot/h
 import { ObjectReader, ReadError } from "../../src/etcd/services.ts";
 import { apiPath } from "../../src/kube/api-path.ts";
 import type { ApiRequest, KubeClient } from "../../src/kube/kube-client.ts";
-import { handlerContext } from "../../src/library/handler-context-of.ts";
 import { etcdObject, namespace, run, taskOf, world } from "./support/fixtures.ts";
+import { memberContext } from "./support/member-context.ts";
 
 const invalidNames = [
   "e005/status",
@@ -68,7 +68,7 @@ describe("etcdName is checked as an object name before any read", () => {
     });
     const outcome = await Effect.runPromise(
       makeOnDemandSnapshotHandler()
-        .admit(taskOf(), handlerContext({ phase: "admit" }))
+        .admit(taskOf(), memberContext("onDemandSnapshot", taskOf(), { phase: "admit" }))
         .pipe(
           Effect.provide(
             Layer.mergeAll(Layer.succeed(ObjectReader, reader), nodeBackupRestoreHttpLayer({ resolve: [] })),

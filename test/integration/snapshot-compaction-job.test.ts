@@ -27,8 +27,8 @@ import {
 } from "../../src/etcd/on-demand-snapshot-compaction/handler.ts";
 import { compactionJobName } from "../../src/etcd/on-demand-snapshot-compaction/job-spec.ts";
 import { kubernetesJobsLayer } from "../../src/etcd/on-demand-snapshot-compaction/jobs-kubernetes.ts";
-import { handlerContext } from "../../src/library/handler-context-of.ts";
 import type { PhaseOutcome } from "../../src/machine/types.ts";
+import { memberContext } from "../etcd/support/member-context.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 
 /** druid's Etcd CRD and opstask's EtcdOpsTask CRD (druid's plus the extra config members). */
@@ -152,7 +152,11 @@ describe("snapshot compaction Job on a real API server", () => {
       kubernetesJobsLayer({ kubeConfig: user }),
     );
     run = (phase, task) =>
-      Effect.runPromise(handler[phase](task, handlerContext({ phase })).pipe(Effect.provide(layer)));
+      Effect.runPromise(
+        handler[phase](task, memberContext("onDemandSnapshotCompaction", task, { phase })).pipe(
+          Effect.provide(layer),
+        ),
+      );
 
     // The RBAC authorizer reads roles from a cache: wait until the binding is in effect.
     const userBatch = user.makeApiClient(BatchV1Api);

@@ -9,11 +9,9 @@
  * - Cleanup: nothing to undo.
  */
 import * as Effect from "effect/Effect";
-import { completed, type TaskHandler } from "../../index.ts";
-import {
-  type OnDemandMaintenanceConfig,
-  OnDemandMaintenanceMember,
-} from "../api/config/on-demand-maintenance.ts";
+import type { MemberHandler } from "../../advanced.ts";
+import { completed } from "../../index.ts";
+import type { OnDemandMaintenanceConfig } from "../api/config/on-demand-maintenance.ts";
 import type { EtcdOpsTask } from "../api/etcdopstask.ts";
 import type { EtcdGateway } from "../etcd-client.ts";
 import type { ObjectReader } from "../services.ts";
@@ -22,7 +20,7 @@ import { resolveEtcdClientTls } from "./client-tls.ts";
 import { describeReport } from "./description.ts";
 import { clientEndpoint } from "./endpoint.ts";
 import { type MaintenancePlan, runMaintenance } from "./maintenance.ts";
-import { ErrorCodes, failed, outcomeOf, type StepFailure } from "./step-failure.ts";
+import { outcomeOf } from "./step-failure.ts";
 
 export const CleanupCompleted = "Cleanup completed";
 
@@ -31,22 +29,6 @@ export interface OnDemandMaintenanceHandlerOptions {
   readonly timeoutMs?: (config: OnDemandMaintenanceConfig) => number;
 }
 
-/** The task's maintenance config; any other member means the handler was registered under the wrong key. */
-const maintenanceConfig = (task: EtcdOpsTask): Effect.Effect<OnDemandMaintenanceConfig, StepFailure> => {
-  const config = task.spec.config;
-  const member = config.kind === "unsupported" ? config.member : config.kind;
-  return config.kind === OnDemandMaintenanceMember
-    ? Effect.succeed(config)
-    : Effect.fail(
-        failed(
-          "Task config is not supported by the on-demand maintenance handler",
-          ErrorCodes.unsupportedTask,
-          "unsupported task config",
-          `config member "${member}" is not ${OnDemandMaintenanceMember}`,
-        ),
-      );
-};
-
 export const planOf = (config: OnDemandMaintenanceConfig): MaintenancePlan => ({
   ...(config.compaction === undefined
     ? {}
@@ -54,7 +36,12 @@ export const planOf = (config: OnDemandMaintenanceConfig): MaintenancePlan => ({
   defragmentation: config.defragmentation !== undefined,
 });
 
-export type OnDemandMaintenanceHandler = TaskHandler<EtcdOpsTask, ObjectReader | EtcdGateway>;
+/** Registered with `memberHandlers`, so each phase gets the task's `onDemandMaintenance` config. */
+export type OnDemandMaintenanceHandler = MemberHandler<
+  EtcdOpsTask,
+  OnDemandMaintenanceConfig,
+  ObjectReader | EtcdGateway
+>;
 
 export const makeOnDemandMaintenanceHandler = (
   options: OnDemandMaintenanceHandlerOptions = {},
@@ -62,16 +49,14 @@ export const makeOnDemandMaintenanceHandler = (
   const timeoutMs = options.timeoutMs ?? ((config) => config.timeoutSeconds * 1000);
   return {
     admit: (task) =>
-      maintenanceConfig(task).pipe(
-        Effect.andThen(maintainableEtcd(task)),
+      maintainableEtcd(task).pipe(
         Effect.as(completed(AdmissionTexts.admitPassed)),
         Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
         Effect.withSpan("OnDemandMaintenance.admit"),
       ),
 
-    execute: (task) =>
+    execute: (task, { config }) =>
       Effect.gen(function* () {
-        const config = yield* maintenanceConfig(task);
         const etcd = yield* maintainableEtcd(task);
         const clientTls = etcd.spec.etcd.clientUrlTls;
         const tls = clientTls === undefined ? undefined : yield* resolveEtcdClientTls(etcd, clientTls);

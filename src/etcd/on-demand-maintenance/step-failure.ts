@@ -9,7 +9,6 @@ export const ErrorCodes = {
   // Shared with the on-demand snapshot handler.
   getEtcd: "ERR_GET_ETCD",
   etcdNotReady: "ERR_ETCD_NOT_READY",
-  unsupportedTask: "ERR_UNSUPPORTED_TASK",
   getCASecret: "ERR_GET_CA_SECRET",
   caDataKeyNotFound: "ERR_CA_DATA_KEY_NOT_FOUND",
   appendCACerts: "ERR_APPEND_CA_CERTS",

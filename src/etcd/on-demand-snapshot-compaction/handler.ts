@@ -12,21 +12,17 @@
  */
 import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
-import type { KubeError } from "../../advanced.ts";
+import type { KubeError, MemberHandler } from "../../advanced.ts";
 import {
   completed,
   type PhaseOutcome,
   // The library's outcome; `retry` below is this task's step stop (./step-failure.ts).
   retry as retryOutcome,
-  type TaskHandler,
 } from "../../index.ts";
-import {
-  type OnDemandSnapshotCompactionConfig,
-  OnDemandSnapshotCompactionMember,
-} from "../api/config/on-demand-snapshot-compaction.ts";
+import type { OnDemandSnapshotCompactionConfig } from "../api/config/on-demand-snapshot-compaction.ts";
 import type { EtcdOpsTask } from "../api/etcdopstask.ts";
-import { outcomeOf, type StepFailure } from "../step-failure.ts";
 import type { ObjectReader } from "../services.ts";
+import { outcomeOf, type StepFailure } from "../step-failure.ts";
 import { AdmissionTexts, compactionTarget } from "./admission.ts";
 import { type CompactionImagePolicy, compactionImage, DefaultCompactionImagePolicy } from "./image-policy.ts";
 import { compactionJob, compactionJobName, isCompactionJobFor, isJobOf } from "./job-spec.ts";
@@ -55,24 +51,6 @@ export interface OnDemandSnapshotCompactionHandlerOptions {
   /** How long to wait before looking at a running Job again; default 5 s. */
   readonly pollIntervalMs?: number;
 }
-
-/** The task's compaction config; any other member means the handler was registered under the wrong key. */
-const compactionConfig = (
-  task: EtcdOpsTask,
-): Effect.Effect<OnDemandSnapshotCompactionConfig, StepFailure> => {
-  const config = task.spec.config;
-  const member = config.kind === "unsupported" ? config.member : config.kind;
-  return config.kind === OnDemandSnapshotCompactionMember
-    ? Effect.succeed(config)
-    : Effect.fail(
-        failed(
-          "Task config is not supported by the snapshot compaction handler",
-          ErrorCodes.unsupportedTask,
-          "unsupported task config",
-          `config member "${member}" is not ${OnDemandSnapshotCompactionMember}`,
-        ),
-      );
-};
 
 const jobKey = (task: EtcdOpsTask, name: string): string => `${task.metadata.namespace}/${name}`;
 
@@ -140,7 +118,12 @@ const removeEarlierJob = (task: EtcdOpsTask, job: JobInfo): Effect.Effect<boolea
   );
 };
 
-export type OnDemandSnapshotCompactionHandler = TaskHandler<EtcdOpsTask, ObjectReader | Jobs>;
+/** Registered with `memberHandlers`, so each phase gets the task's `onDemandSnapshotCompaction` config. */
+export type OnDemandSnapshotCompactionHandler = MemberHandler<
+  EtcdOpsTask,
+  OnDemandSnapshotCompactionConfig,
+  ObjectReader | Jobs
+>;
 
 export const makeOnDemandSnapshotCompactionHandler = (
   options: OnDemandSnapshotCompactionHandlerOptions = {},
@@ -184,18 +167,16 @@ export const makeOnDemandSnapshotCompactionHandler = (
     });
 
   return {
-    admit: (task) =>
-      compactionConfig(task).pipe(
-        Effect.flatMap(imageOf),
+    admit: (task, { config }) =>
+      imageOf(config).pipe(
         Effect.andThen(compactionTarget(task)),
         Effect.as(completed(AdmissionTexts.admitPassed)),
         Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
         Effect.withSpan("OnDemandSnapshotCompaction.admit"),
       ),
 
-    execute: (task) =>
+    execute: (task, { config }) =>
       Effect.gen(function* () {
-        const config = yield* compactionConfig(task);
         const name = compactionJobName(task.metadata.name);
         const existing = yield* findJob(task, name);
         if (existing !== undefined) {

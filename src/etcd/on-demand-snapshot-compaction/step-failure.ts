@@ -1,7 +1,7 @@
 /**
- * The error codes of the snapshot compaction task and its stop helpers. Steps fail with the snapshot
- * handler's `StepFailure` (one tagged value for every handler step), so the texts shared with it (Etcd
- * lookup, backup not enabled, unsupported config) are the same values.
+ * The error codes of the snapshot compaction task and its stop helpers. Steps fail with the flagship's
+ * one `StepFailure` (../step-failure.ts); the codes shared with the snapshot handler (Etcd lookup,
+ * backup not enabled) are its values.
  */
 
 import { ErrorCodes as SnapshotErrorCodes } from "../on-demand-snapshot/step-failure.ts";
@@ -12,7 +12,6 @@ export { StepFailure };
 export const ErrorCodes = {
   getEtcd: SnapshotErrorCodes.getEtcd,
   backupNotEnabled: SnapshotErrorCodes.backupNotEnabled,
-  unsupportedTask: SnapshotErrorCodes.unsupportedTask,
   /** `Etcd.spec.backup.store.provider` names no provider etcd-backup-restore knows. */
   unsupportedStoreProvider: "ERR_UNSUPPORTED_STORE_PROVIDER",
   /** The Local provider's store secret (it holds the host path) could not be read. */

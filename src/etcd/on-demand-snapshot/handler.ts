@@ -7,18 +7,15 @@
  * - Cleanup: nothing to undo.
  */
 import * as Effect from "effect/Effect";
-import { completed, type TaskHandler } from "../../index.ts";
-import {
-  type OnDemandSnapshotConfig,
-  OnDemandSnapshotMember,
-  snapshotTimeoutSeconds,
-} from "../api/config/on-demand-snapshot.ts";
+import type { MemberHandler } from "../../advanced.ts";
+import { completed } from "../../index.ts";
+import { type OnDemandSnapshotConfig, snapshotTimeoutSeconds } from "../api/config/on-demand-snapshot.ts";
 import type { EtcdOpsTask } from "../api/etcdopstask.ts";
 import type { BackupRestoreHttp, ObjectReader } from "../services.ts";
 import { AdmissionTexts, admissibleEtcd } from "./admission.ts";
 import { resolveBackupRestoreCA } from "./ca-resolution.ts";
 import { snapshotRequest, takeSnapshot } from "./request.ts";
-import { ErrorCodes, failed, outcomeOf, type StepFailure } from "./step-failure.ts";
+import { outcomeOf } from "./step-failure.ts";
 
 export const CleanupCompleted = "Cleanup completed";
 
@@ -30,23 +27,12 @@ export interface OnDemandSnapshotHandlerOptions {
   readonly timeoutMs?: (config: OnDemandSnapshotConfig) => number;
 }
 
-/** The task's snapshot config; any other member means the handler was registered under the wrong key. */
-const snapshotConfig = (task: EtcdOpsTask): Effect.Effect<OnDemandSnapshotConfig, StepFailure> => {
-  const config = task.spec.config;
-  const member = config.kind === "unsupported" ? config.member : config.kind;
-  return config.kind === OnDemandSnapshotMember
-    ? Effect.succeed(config)
-    : Effect.fail(
-        failed(
-          "Task config is not supported by the on-demand snapshot handler",
-          ErrorCodes.unsupportedTask,
-          "unsupported task config",
-          `config member "${member}" is not ${OnDemandSnapshotMember}`,
-        ),
-      );
-};
-
-export type OnDemandSnapshotHandler = TaskHandler<EtcdOpsTask, ObjectReader | BackupRestoreHttp>;
+/** Registered with `memberHandlers`, so each phase gets the task's `onDemandSnapshot` config. */
+export type OnDemandSnapshotHandler = MemberHandler<
+  EtcdOpsTask,
+  OnDemandSnapshotConfig,
+  ObjectReader | BackupRestoreHttp
+>;
 
 export const makeOnDemandSnapshotHandler = (
   options: OnDemandSnapshotHandlerOptions = {},
@@ -54,16 +40,14 @@ export const makeOnDemandSnapshotHandler = (
   const timeoutMs = options.timeoutMs ?? ((config) => snapshotTimeoutSeconds(config) * 1000);
   return {
     admit: (task) =>
-      snapshotConfig(task).pipe(
-        Effect.andThen(admissibleEtcd(task)),
+      admissibleEtcd(task).pipe(
         Effect.as(completed(AdmissionTexts.admitPassed)),
         Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
         Effect.withSpan("OnDemandSnapshot.admit"),
       ),
 
-    execute: (task) =>
+    execute: (task, { config }) =>
       Effect.gen(function* () {
-        const config = yield* snapshotConfig(task);
         const etcd = yield* admissibleEtcd(task);
         const tls = etcd.spec.backup.tls;
         const ca = tls === undefined ? undefined : yield* resolveBackupRestoreCA(etcd, tls);

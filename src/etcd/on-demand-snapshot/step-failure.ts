@@ -13,7 +13,6 @@ export const ErrorCodes = {
   createHttpRequest: "ERR_CREATE_HTTP_REQUEST",
   executeHttpRequest: "ERR_EXECUTE_HTTP_REQUEST",
   createSnapshot: "ERR_CREATE_SNAPSHOT",
-  unsupportedTask: "ERR_UNSUPPORTED_TASK",
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 

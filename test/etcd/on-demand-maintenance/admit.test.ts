@@ -72,19 +72,6 @@ describe("Admit: the Etcd exists and is Ready; backup is not required", () => {
       expect(await run("admit", maintenance, world([["etcd", etcdObject({ ready })]]))).toEqual(notReady);
     },
   );
-
-  it("a config of another member → failed with ERR_UNSUPPORTED_TASK", async () => {
-    const task = taskOf({ config: { onDemandSnapshot: { type: "full" } } });
-    expect(await run("admit", task, world([["etcd", etcdObject()]]))).toEqual({
-      kind: "failed",
-      description: "Task config is not supported by the on-demand maintenance handler",
-      error: {
-        code: "ERR_UNSUPPORTED_TASK",
-        message: "unsupported task config",
-        cause: 'config member "onDemandSnapshot" is not onDemandMaintenance',
-      },
-    });
-  });
 });
 
 describe("Execute checks the preconditions again, now final, before calling etcd", () => {

@@ -23,9 +23,9 @@ import {
   type OnDemandMaintenanceHandlerOptions,
 } from "../../../src/etcd/on-demand-maintenance/handler.ts";
 import { Resources } from "../../../src/etcd/services.ts";
-import { handlerContext } from "../../../src/library/handler-context-of.ts";
 import type { PhaseOutcome } from "../../../src/machine/types.ts";
 import { etcdName, etcdUid, host, namespace } from "../support/fixtures.ts";
+import { memberContext } from "../support/member-context.ts";
 
 export { etcdName, host, namespace };
 
@@ -275,7 +275,9 @@ export const run = (
     memoryObjectReaderLayer(objects),
     nodeEtcdGatewayLayer({ resolve: options.resolve ?? toLocalhost }),
   );
-  return Effect.runPromise(handler[phase](task, handlerContext({ phase })).pipe(Effect.provide(layer)));
+  return Effect.runPromise(
+    handler[phase](task, memberContext("onDemandMaintenance", task, { phase })).pipe(Effect.provide(layer)),
+  );
 };
 
 // --- direct JSON-gateway calls ------------------------------------------------------------------------

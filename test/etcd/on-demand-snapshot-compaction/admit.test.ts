@@ -90,17 +90,4 @@ describe("Admit", () => {
       expect(jobs.calls).toEqual([]);
     },
   );
-
-  it("another config member → failed with ERR_UNSUPPORTED_TASK (registered under the wrong key)", async () => {
-    const task = compactionTask({ config: { onDemandSnapshot: { type: "full" } } });
-    expect(await run("admit", task, world(etcdWithStore(s3Store)), new MemoryJobs())).toEqual({
-      kind: "failed",
-      description: "Task config is not supported by the snapshot compaction handler",
-      error: {
-        code: "ERR_UNSUPPORTED_TASK",
-        message: "unsupported task config",
-        cause: 'config member "onDemandSnapshot" is not onDemandSnapshotCompaction',
-      },
-    });
-  });
 });

@@ -331,14 +331,4 @@ describe("Execute: failures", () => {
       error: { code: "ERR_GET_BACKUP_SECRET", cause: "secrets is forbidden" },
     });
   });
-
-  it("another config member → failed with ERR_UNSUPPORTED_TASK, no Job calls", async () => {
-    const jobs = new MemoryJobs();
-    const task = compactionTask({ config: { onDemandSnapshot: { type: "full" } } });
-    expect(await run("execute", task, world(etcdWithStore(s3Store)), jobs)).toMatchObject({
-      kind: "failed",
-      error: { code: "ERR_UNSUPPORTED_TASK" },
-    });
-    expect(jobs.calls).toEqual([]);
-  });
 });

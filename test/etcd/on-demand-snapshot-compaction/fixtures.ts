@@ -13,9 +13,9 @@ import {
 import { Jobs, type JobsShape } from "../../../src/etcd/on-demand-snapshot-compaction/jobs.ts";
 import { MemoryJobs, makeMemoryJobs } from "../../../src/etcd/on-demand-snapshot-compaction/jobs-memory.ts";
 import { Resources } from "../../../src/etcd/services.ts";
-import { handlerContext } from "../../../src/library/handler-context-of.ts";
 import type { PhaseOutcome } from "../../../src/machine/types.ts";
 import { etcdName, etcdObject, namespace } from "../support/fixtures.ts";
+import { memberContext } from "../support/member-context.ts";
 
 export { etcdName, namespace };
 export const taskName = "compact-1";
@@ -31,8 +31,6 @@ export interface CompactionTaskOptions {
   readonly etcdName?: string | null;
   readonly image?: string;
   readonly timeoutSeconds?: number;
-  /** Another config member instead (the handler registered under the wrong key). */
-  readonly config?: Json;
 }
 
 /** A task as the handler receives it (decoded, CRD defaults applied). */
@@ -51,7 +49,7 @@ export const compactionTask = (options: CompactionTaskOptions = {}): EtcdOpsTask
     },
     spec: {
       ...(etcd === null ? {} : { etcdName: etcd }),
-      config: options.config ?? {
+      config: {
         onDemandSnapshotCompaction: {
           ...(options.image === undefined ? {} : { image: options.image }),
           ...(options.timeoutSeconds === undefined ? {} : { timeoutSeconds: options.timeoutSeconds }),
@@ -131,7 +129,11 @@ export const run = (
     memoryObjectReaderLayer(objects),
     Layer.succeed(Jobs, jobsShape === undefined ? memory : jobsShape(memory)),
   );
-  return Effect.runPromise(handler[phase](task, handlerContext({ phase })).pipe(Effect.provide(layer)));
+  return Effect.runPromise(
+    handler[phase](task, memberContext("onDemandSnapshotCompaction", task, { phase })).pipe(
+      Effect.provide(layer),
+    ),
+  );
 };
 
 export { MemoryJobs };

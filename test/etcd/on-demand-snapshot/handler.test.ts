@@ -8,8 +8,8 @@ import type { EtcdOpsTask } from "../../../src/etcd/api/etcdopstask.ts";
 import { memoryObjectReaderLayer } from "../../../src/etcd/object-reader-memory.ts";
 import { onDemandSnapshotHandler } from "../../../src/etcd/on-demand-snapshot/handler.ts";
 import { BackupRestoreHttp, type BackupRestoreRequest } from "../../../src/etcd/services.ts";
-import { handlerContext } from "../../../src/library/handler-context-of.ts";
 import { etcdObject, taskOf, world } from "../support/fixtures.ts";
+import { memberContext } from "../support/member-context.ts";
 
 const recording = (status: number, body: string) => {
   const requests: BackupRestoreRequest[] = [];
@@ -34,7 +34,7 @@ const recording = (status: number, body: string) => {
 const execute = (task: EtcdOpsTask, http: ReturnType<typeof recording>) =>
   Effect.runPromise(
     onDemandSnapshotHandler
-      .execute(task, handlerContext())
+      .execute(task, memberContext("onDemandSnapshot", task))
       .pipe(
         Effect.provide(Layer.mergeAll(memoryObjectReaderLayer(world([["etcd", etcdObject()]])), http.layer)),
       ),
@@ -71,36 +71,5 @@ describe("onDemandSnapshotHandler", () => {
     const http = recording(202, "null");
     expect(await execute(taskOf({ type: "delta" }), http)).toMatchObject({ kind: "failed" });
     expect(http.reads).toEqual([]);
-  });
-
-  it("a task whose config is another member → failed with ERR_UNSUPPORTED_TASK, nothing read or sent", async () => {
-    const base = taskOf();
-    const task: EtcdOpsTask = {
-      ...base,
-      spec: {
-        ...base.spec,
-        config: { kind: "onDemandMaintenance", defragmentation: {}, timeoutSeconds: 300 },
-      },
-    };
-    const http = recording(200, "");
-    const objects = world([["etcd", etcdObject()]]);
-    const layer = Layer.mergeAll(memoryObjectReaderLayer(objects), http.layer);
-    for (const phase of ["admit", "execute"] as const) {
-      expect(
-        await Effect.runPromise(
-          onDemandSnapshotHandler[phase](task, handlerContext({ phase })).pipe(Effect.provide(layer)),
-        ),
-      ).toEqual({
-        kind: "failed",
-        description: "Task config is not supported by the on-demand snapshot handler",
-        error: {
-          code: "ERR_UNSUPPORTED_TASK",
-          message: "unsupported task config",
-          cause: 'config member "onDemandMaintenance" is not onDemandSnapshot',
-        },
-      });
-    }
-    expect(objects.reads).toEqual([]);
-    expect(http.requests).toEqual([]);
   });
 });

@@ -15,8 +15,8 @@ import {
   type OnDemandSnapshotHandlerOptions,
 } from "../../../src/etcd/on-demand-snapshot/handler.ts";
 import { Resources } from "../../../src/etcd/services.ts";
-import { handlerContext } from "../../../src/library/handler-context-of.ts";
 import type { PhaseOutcome } from "../../../src/machine/types.ts";
+import { memberContext } from "./member-context.ts";
 
 export const namespace = "ns";
 export const etcdName = "test-etcd";
@@ -199,5 +199,7 @@ export const run = (
     memoryObjectReaderLayer(objects),
     nodeBackupRestoreHttpLayer({ resolve: options.resolve ?? toStandIn }),
   );
-  return Effect.runPromise(handler[phase](task, handlerContext({ phase })).pipe(Effect.provide(layer)));
+  return Effect.runPromise(
+    handler[phase](task, memberContext("onDemandSnapshot", task, { phase })).pipe(Effect.provide(layer)),
+  );
 };
