@@ -66,6 +66,8 @@ export {
 export type { KubeObject, KubeObjectMeta } from "./kube/object.ts";
 export { RequestCounter } from "./kube/request-metrics.ts";
 export type { ConfigMembers, UnsupportedConfig } from "./library/config-union.ts";
+// Also in opstask/crd, which loads the CRD generator and yaml with it: a controller takes it from here.
+export { celRule } from "./library/crd/schema-annotations.ts";
 export {
   decodeFailure,
   type LibraryTaskKind,

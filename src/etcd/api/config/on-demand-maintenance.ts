@@ -4,8 +4,7 @@
  * compaction runs first, so that defragmentation reclaims the space compaction freed.
  */
 import * as Schema from "effect/Schema";
-import { boundedInt32, emptyObject, int32WithDefault } from "../../../advanced.ts";
-import { celRule } from "../../../crd.ts";
+import { boundedInt32, celRule, emptyObject, int32WithDefault } from "../../../advanced.ts";
 import type { Assignable } from "../assignable.ts";
 
 export const OnDemandMaintenanceMember = "onDemandMaintenance";
