@@ -98,7 +98,11 @@ export const taskMachine = effects.createMachine({
           ],
         },
         calling: {
-          on: onPhaseResult("admit", { completed: "#task.execution", failed: "#task.rejected" }),
+          on: onPhaseResult("admit", {
+            completed: "#task.execution",
+            failed: "#task.rejected",
+            deadline: "#task.rejected",
+          }),
         },
         queued: {
           entry: [
@@ -146,7 +150,11 @@ export const taskMachine = effects.createMachine({
           ],
         },
         calling: {
-          on: onPhaseResult("execute", { completed: "#task.succeeded", failed: "#task.failed" }),
+          on: onPhaseResult("execute", {
+            completed: "#task.succeeded",
+            failed: "#task.failed",
+            deadline: "#task.failed",
+          }),
         },
         retrying: { entry: ["flushStatus", backoffOrPoll] },
         backingOff: { entry: [waitForBackoff] },
@@ -262,7 +270,11 @@ export const taskMachine = effects.createMachine({
           ],
         },
         calling: {
-          on: onPhaseResult("cleanup", { completed: "release", failed: "releaseAfterFailure" }),
+          on: onPhaseResult("cleanup", {
+            completed: "release",
+            failed: "releaseAfterFailure",
+            deadline: "release",
+          }),
         },
         retrying: { entry: ["flushStatus", backoffOrPoll] },
         backingOff: { entry: [waitForBackoff] },

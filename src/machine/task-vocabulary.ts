@@ -41,6 +41,13 @@ const phaseStart = (context: TaskContext, phase: Phase): number | undefined => {
   }
 };
 
+/** Whether `phase` has run longer than the optional per-phase deadline at `now`. */
+const overDeadline = (context: TaskContext, phase: Phase, now: number): boolean => {
+  const deadline = context.input.config.phaseDeadlineMs;
+  const start = phaseStart(context, phase);
+  return deadline !== undefined && start !== undefined && now - start > deadline;
+};
+
 const backoffDelay = ({ input }: TaskContext): number => backoffDelayMs(input.config, input.retries);
 
 const described = (
@@ -103,11 +110,7 @@ const lifecycle = setup({
     unsupported: ({ context }) => context.input.task.unsupported !== undefined,
     blockedByPeer: ({ context }) => blockingPeer(context.input.task, context.input.peers) !== undefined,
     rejectsDuplicates: ({ context }) => context.input.config.duplicatePolicy === "reject",
-    pastDeadline: ({ context }, { phase }: { phase: Phase }) => {
-      const deadline = context.input.config.phaseDeadlineMs;
-      const start = phaseStart(context, phase);
-      return deadline !== undefined && start !== undefined && context.now - start > deadline;
-    },
+    pastDeadline: ({ context }, { phase }: { phase: Phase }) => overDeadline(context, phase, context.now),
     backoffRunning: ({ context }) =>
       context.input.retryAt !== undefined && context.now < context.input.retryAt,
     resultKnown: ({ context }, { phase }: { phase: Phase }) => context.input.known?.phase === phase,
@@ -320,7 +323,12 @@ export const waitForBackoff = {
     requeue((context.input.retryAt ?? context.now) - context.now, "waiting", context),
 } as const;
 
-export const onPhaseResult = (phase: Phase, next: { completed: string; failed: string }) =>
+/**
+ * A retry that comes back after the phase's deadline ends the phase as the deadline does at the gate
+ * (`deadline` is that target), with the retry's error recorded first: otherwise the pass would back
+ * off, and any pass woken before the backoff ends (an echo, a resync) would fail the task instead.
+ */
+export const onPhaseResult = (phase: Phase, next: { completed: string; failed: string; deadline: string }) =>
   ({
     "phase.completed": {
       guard: ({ event }: { event: PhaseEvent }) => event.phase === phase,
@@ -332,11 +340,19 @@ export const onPhaseResult = (phase: Phase, next: { completed: string; failed: s
       target: next.failed,
       actions: ["tick", "recordFailure"],
     },
-    "phase.retry": {
-      guard: ({ event }: { event: PhaseEvent }) => event.phase === phase,
-      target: "retrying",
-      actions: ["tick", "recordRetry"],
-    },
+    "phase.retry": [
+      {
+        guard: ({ context, event }: { context: TaskContext; event: PhaseEvent }) =>
+          event.phase === phase && overDeadline(context, phase, event.now),
+        target: next.deadline,
+        actions: ["tick", "recordRetry", deadlineEdit(phase)],
+      },
+      {
+        guard: ({ event }: { event: PhaseEvent }) => event.phase === phase,
+        target: "retrying",
+        actions: ["tick", "recordRetry"],
+      },
+    ],
   }) as const;
 
 /** The context a pass starts with. */

@@ -155,6 +155,22 @@ const situations: Record<string, PassInput> = {
     task: { ...claimed, status: succeeded(now - 90_000), deletingSince: now - 60_000 },
     config: withDeadline,
   }),
+  // The pass starts 10s before `now`, inside the deadline; a retry answered at `now` is past it.
+  "admission answered past its deadline": input({
+    now: now - 10_000,
+    task: { ...claimed, createdAt: now - 35_000 },
+    config: withDeadline,
+  }),
+  "execution answered past its deadline": input({
+    now: now - 10_000,
+    task: { ...claimed, status: { ...inProgress, startedAt: toWireTime(now - 35_000) } },
+    config: withDeadline,
+  }),
+  "cleanup answered past its deadline": input({
+    now: now - 10_000,
+    task: { ...claimed, status: succeeded(now - 90_000), deletingSince: now - 35_000 },
+    config: withDeadline,
+  }),
   "admission backing off": input({ task: claimed, retries: 2, retryAt: now + 40 }),
   "execution backing off": input({ task: { ...claimed, status: inProgress }, retries: 2, retryAt: now + 40 }),
   "cleanup backing off": input({

@@ -5,6 +5,7 @@
  */
 import fc from "fast-check";
 import { describe, it } from "vitest";
+import { namespace } from "../support/simulation.ts";
 import {
   checkFinalizerFirst,
   checkNoRepeatedCalls,
@@ -78,6 +79,26 @@ describe("task lifecycle properties (memory interpreter)", () => {
     createTask(world, "a", "e1", 1, { admit: [], execute: [], cleanup: [] });
     world.controller.failNextDelete();
     world.controller.advanceAndRun(500);
+    checkAll(world, history);
+    drain(world);
+    checkAll(world, history);
+    checkReleased(world);
+  });
+
+  it("a retry answered past the phase deadline ends the phase in that pass (seed 5, path 1309:4:3:3:3:3:4:4:4:4:5)", () => {
+    const world = makeWorld({ policy: "reject", phaseDeadlineMs: 3_000 });
+    const history = new HistoryChecker(world);
+    createTask(world, "a", "e1", 1, { admit: [], execute: [{ kind: "hang" }], cleanup: [] });
+    world.controller.advanceAndRun(6_000);
+    world.controller.resolve(namespace, "a", {
+      kind: "retry",
+      description: "Late retry",
+      error: {
+        code: "ERR_EXECUTE_HTTP_REQUEST",
+        message: "failed to execute HTTP request",
+        cause: "refused",
+      },
+    });
     checkAll(world, history);
     drain(world);
     checkAll(world, history);
