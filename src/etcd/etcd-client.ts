@@ -14,9 +14,6 @@
  *
  * An answer other than 200 is etcd's error (`{"code": <gRPC code>, "message": "etcdserver: ..."}`); its
  * message is kept verbatim, as the cause of a task error.
- *
- * Over 400 lines, knowingly: about half is the wire schemas of the five calls and their decoding; the
- * transport (dialling, TLS, one deadline per exchange) is shared by all of them and stays beside them.
  */
 import type { ClientRequest, IncomingMessage } from "node:http";
 import { request as httpsRequest, type RequestOptions } from "node:https";
