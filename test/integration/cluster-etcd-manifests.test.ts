@@ -22,7 +22,12 @@ const cluster = useControlPlane({ crds: druidCrds });
 const images = {
   etcd: "localhost/opstask-lab/etcd:test",
   etcdbrctl: "localhost/opstask-lab/etcdbrctl:test",
-  busybox: "localhost/opstask-lab/busybox:test",
+};
+const store = {
+  endpoint: "http://object-store.etcd-lab.svc:9000",
+  accessKeyID: "lab",
+  secretAccessKey: "lab-secret",
+  region: "us-east-1",
 };
 
 describe("the lab etcd cluster's objects", () => {
@@ -32,7 +37,7 @@ describe("the lab etcd cluster's objects", () => {
     const spec = labEtcdClusterSpec({
       name: "etcd-main",
       namespace,
-      dir: "/tmp/opstask-lab-dry-run",
+      store,
       images,
     });
     const applied = await applyEtcdCluster(kc, spec, { dryRun: true });
@@ -47,7 +52,7 @@ describe("the lab etcd cluster's objects", () => {
   });
 
   it("give the handlers a backup-enabled Etcd with client and backup TLS, and the CA volume druid mounts", () => {
-    const spec = labEtcdClusterSpec({ name: "etcd-main", namespace: "shoot--a", dir: "/tmp/x", images });
+    const spec = labEtcdClusterSpec({ name: "etcd-main", namespace: "shoot--a", store, images });
     const decoded = decodeEtcd({ ...etcdObject(spec), metadata: { ...etcdObject(spec).metadata, uid: "u" } });
     if (Result.isFailure(decoded)) throw new Error(decoded.failure.errors.join("\n"));
     const etcd = decoded.success;
@@ -70,7 +75,7 @@ describe("the lab etcd cluster's objects", () => {
   });
 
   it("issue certificates that verify for the hosts the handlers and the sidecars dial", () => {
-    const spec = labEtcdClusterSpec({ name: "etcd-main", namespace: "shoot--a", dir: "/tmp/x", images });
+    const spec = labEtcdClusterSpec({ name: "etcd-main", namespace: "shoot--a", store, images });
     const ca = new X509Certificate(spec.pki.ca.certPem);
     const backup = new X509Certificate(spec.pki.backupRestoreServer.certPem);
     const server = new X509Certificate(spec.pki.etcdServer.certPem);

@@ -3,8 +3,6 @@
 // for a Ready Etcd). With `dryRun` every object goes through the apiserver's validation and
 // admission (server-side dry run) and nothing is stored: the manifests can be checked before a node
 // runs pods.
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { configMap, type EtcdClusterSpec, etcdObject, secrets, services, statefulSet } from "./manifests.ts";
 
@@ -42,14 +40,9 @@ export const applyEtcdCluster = async (
   return { uid };
 };
 
-/** Creates the host directory the pods mount (the store's bucket). */
-export const prepareHostDirectories = (spec: EtcdClusterSpec): void => {
-  mkdirSync(join(spec.storeHostPath, spec.storeContainer), { recursive: true, mode: 0o755 });
-};
-
-/** Where the sidecars' Local store keeps snapshots on the host: `<hostPath>/<container>/<prefix>/v2`. */
-export const snapshotDirectory = (spec: EtcdClusterSpec): string =>
-  join(spec.storeHostPath, spec.storeContainer, spec.storePrefix, "v2");
+/** Where the sidecars keep snapshots: `s3://<bucket>/<prefix>/v2` (etcd-backup-restore's layout). */
+export const snapshotLocation = (spec: EtcdClusterSpec): string =>
+  `s3://${spec.storeContainer}/${spec.storePrefix}/v2`;
 
 const describePod = (pod: V1Pod): string => {
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];

@@ -1,35 +1,34 @@
 // A 3-member etcd cluster with etcd-backup-restore sidecars on the lab node, laid out as etcd-druid
 // lays one out (manifests.ts says where and why it differs):
 //
-//   const spec = labEtcdClusterSpec({ name: "etcd-main", namespace, dir, images });
+//   const spec = labEtcdClusterSpec({ name: "etcd-main", namespace, store, images });
 //   const cluster = await startEtcdCluster(kubeConfig, spec, { timeoutMs: 120_000 });
-//   cluster.snapshotDir      // the Local store's snapshots on the host
+//   cluster.snapshotDir      // s3://bucket/<prefix>/v2: where the sidecars keep snapshots
 //
-// `dir` is a host directory the caller owns (and removes): the store's bucket. The members' data is
-// on PVCs of `storageClass` (default: the lab's, whose provisioner must be running).
-import { join } from "node:path";
+// `store` is an S3 store that is running (the lab's object store, src/devcluster/lab/object-store.ts).
+// The members' data is on PVCs of `storageClass` (default: the lab's, whose provisioner must be
+// running).
 import type { KubeConfig } from "@kubernetes/client-node";
 import { LabStorageClass } from "../lab/local-volumes.ts";
 import {
   type AppliedEtcdCluster,
   applyEtcdCluster,
   markEtcdReady,
-  prepareHostDirectories,
-  snapshotDirectory,
+  snapshotLocation,
   waitForMembers,
 } from "./deploy.ts";
-import type { EtcdClusterImages, EtcdClusterSpec } from "./manifests.ts";
+import type { EtcdClusterImages, EtcdClusterSpec, S3Store } from "./manifests.ts";
 import { makeEtcdClusterPki } from "./pki.ts";
 
-export { applyEtcdCluster, markEtcdReady, snapshotDirectory, waitForMembers } from "./deploy.ts";
-export type { EtcdClusterImages, EtcdClusterSpec } from "./manifests.ts";
+export { applyEtcdCluster, markEtcdReady, snapshotLocation, waitForMembers } from "./deploy.ts";
+export type { EtcdClusterImages, EtcdClusterSpec, S3Store } from "./manifests.ts";
 export type { EtcdClusterPki, PemPair } from "./pki.ts";
 
 export interface LabEtcdClusterOptions {
   readonly name: string;
   readonly namespace: string;
-  /** Host directory for the store (`<dir>/backup-buckets`). */
-  readonly dir: string;
+  /** The S3 store of the snapshots; its bucket `bucket` must exist. */
+  readonly store: S3Store;
   /** The StorageClass of the members' PVCs; default the lab's (src/devcluster/lab/local-volumes.ts). */
   readonly storageClass?: string;
   readonly images: EtcdClusterImages;
@@ -46,7 +45,7 @@ export const labEtcdClusterSpec = (options: LabEtcdClusterOptions): EtcdClusterS
   namespace: options.namespace,
   replicas: options.replicas ?? 3,
   images: options.images,
-  storeHostPath: join(options.dir, "backup-buckets"),
+  store: options.store,
   storeContainer: "bucket",
   storePrefix: `${options.namespace}--${options.name}/etcd-main`,
   storageClass: options.storageClass ?? LabStorageClass,
@@ -58,6 +57,7 @@ export const labEtcdClusterSpec = (options: LabEtcdClusterOptions): EtcdClusterS
 
 export interface RunningEtcdCluster extends AppliedEtcdCluster {
   readonly spec: EtcdClusterSpec;
+  /** Where the snapshots are: `s3://<bucket>/<prefix>/v2`. */
   readonly snapshotDir: string;
   /** Wall time from the first object created to the Etcd marked Ready, in ms. */
   readonly readyMs: number;
@@ -70,9 +70,8 @@ export const startEtcdCluster = async (
   options: { readonly timeoutMs?: number } = {},
 ): Promise<RunningEtcdCluster> => {
   const started = Date.now();
-  prepareHostDirectories(spec);
   const applied = await applyEtcdCluster(kubeConfig, spec);
   await waitForMembers(kubeConfig, spec, options.timeoutMs ?? 180_000);
   await markEtcdReady(kubeConfig, spec);
-  return { ...applied, spec, snapshotDir: snapshotDirectory(spec), readyMs: Date.now() - started };
+  return { ...applied, spec, snapshotDir: snapshotLocation(spec), readyMs: Date.now() - started };
 };

@@ -2,7 +2,7 @@
 // (druid's internal/component: statefulset, clientservice, peerservice, configmap), so that the
 // EtcdOpsTask handlers meet what they meet under druid:
 //
-//   Etcd <etcd>                 druid.gardener.cloud/v1alpha1, client and backup TLS, a Local store
+//   Etcd <etcd>                 druid.gardener.cloud/v1alpha1, client and backup TLS, an S3 store
 //   StatefulSet <etcd>          controlled by the Etcd; per pod `etcd` + `backup-restore` containers,
 //                               volumes named as druid names them (`backup-restore-ca` is the one the
 //                               snapshot handler reads its CA from), Parallel pod management
@@ -10,7 +10,7 @@
 //   Service <etcd>-peer         headless, publishNotReadyAddresses: the members' DNS names
 //   ConfigMap <etcd>-config     etcd.conf.yaml in druid's format (the sidecar reads it)
 //   Secrets                     <etcd>-ca (bundle.crt), <etcd>-server-tls, <etcd>-client-tls,
-//                               <etcd>-backup-restore-server-tls, <etcd>-backup (the store's hostPath)
+//                               <etcd>-backup-restore-server-tls, <etcd>-backup (the S3 credentials)
 //
 // Where this differs from druid, and why:
 // - etcd runs directly from its own image with flags, not under etcd-wrapper (which fetches its
@@ -24,6 +24,11 @@
 // - Snapshot and member lease renewal are off (they need the sidecar to reach the kube-apiserver).
 // - Peers talk plain HTTP (druid's `peerUrlTls` is optional); client and backup-restore traffic is TLS.
 // - The gRPC gateway is on (`spec.etcd.enableGRPCGateway: true`): the maintenance handler uses it.
+// - The store is the lab's S3-compatible object store (src/devcluster/lab/object-store.ts),
+//   path-style over plain HTTP: its endpoint and `s3ForcePathStyle` are in the store secret, which
+//   etcd-backup-restore v0.43 still reads (it logs that `--store-endpoint-override` is the new way).
+// - Every pod passes the restricted Pod Security level: non-root, RuntimeDefault seccomp, all
+//   capabilities dropped, no privilege escalation, no hostPath and no root init container.
 import type {
   V1ConfigMap,
   V1Container,
@@ -47,8 +52,15 @@ export const NonRootUser = 65532;
 export interface EtcdClusterImages {
   readonly etcd: string;
   readonly etcdbrctl: string;
-  /** A busybox image: the init containers that hand the hostPath directories to user 65532. */
-  readonly busybox: string;
+}
+
+/** An S3 store as etcd-backup-restore's credential files name it (the store secret's keys). */
+export interface S3Store {
+  /** `http://…` or `https://…`: the scheme says whether TLS is used. */
+  readonly endpoint: string;
+  readonly accessKeyID: string;
+  readonly secretAccessKey: string;
+  readonly region: string;
 }
 
 export interface EtcdClusterSpec {
@@ -56,9 +68,9 @@ export interface EtcdClusterSpec {
   readonly namespace: string;
   readonly replicas: number;
   readonly images: EtcdClusterImages;
-  /** Host directory of the Local store's buckets (the store secret's `hostPath`). */
-  readonly storeHostPath: string;
-  /** `spec.backup.store.container`: the bucket, a directory under storeHostPath. */
+  /** The S3 store the sidecars and the compaction Job write to and read from. */
+  readonly store: S3Store;
+  /** `spec.backup.store.container`: the bucket. */
   readonly storeContainer: string;
   readonly storePrefix: string;
   /** `spec.storageClass` of the Etcd: the members' PVCs are claimed from it. */
@@ -127,7 +139,7 @@ export const etcdObject = (spec: EtcdClusterSpec) => {
         image: spec.images.etcdbrctl,
         port: BackupRestorePort,
         store: {
-          provider: "Local",
+          provider: "S3",
           container: spec.storeContainer,
           prefix: spec.storePrefix,
           secretRef: { name: secrets.store },
@@ -170,7 +182,14 @@ export const secrets = (spec: EtcdClusterSpec): V1Secret[] => {
       kind: "Secret",
       metadata: { name: names.store, namespace: spec.namespace, labels: defaultLabels(spec.name) },
       type: "Opaque",
-      stringData: { hostPath: spec.storeHostPath },
+      // etcd-backup-restore's S3 credential files (AWS_APPLICATION_CREDENTIALS names the directory).
+      stringData: {
+        accessKeyID: spec.store.accessKeyID,
+        secretAccessKey: spec.store.secretAccessKey,
+        region: spec.store.region,
+        endpoint: spec.store.endpoint,
+        s3ForcePathStyle: "true",
+      },
     },
   ];
 };
@@ -251,8 +270,14 @@ const Paths = {
   backupRestoreCA: "/var/etcdbr/ssl/ca",
   backupRestoreServer: "/var/etcdbr/ssl/server",
   backupRestoreClient: "/var/etcdbr/ssl/client",
-  home: "/home/nonroot",
+  providerBackupSecret: "/var/etcd-backup",
 } as const;
+
+/** What the restricted Pod Security level asks of every container. */
+const restrictedContainer = {
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ["ALL"] },
+};
 
 /** etcd.conf.yaml as druid's configmap component writes it (the sidecar reads the member's URLs from it). */
 export const etcdConfigYaml = (spec: EtcdClusterSpec): string => {
@@ -347,7 +372,7 @@ const etcdContainer = (spec: EtcdClusterSpec): V1Container => {
       failureThreshold: 5,
     },
     resources: { requests: { cpu: "50m", memory: "128Mi" } },
-    securityContext: { allowPrivilegeEscalation: false },
+    securityContext: restrictedContainer,
     volumeMounts: [
       { name: spec.name, mountPath: Paths.data },
       { name: "etcd-ca", mountPath: Paths.ca },
@@ -367,7 +392,7 @@ const backupRestoreContainer = (spec: EtcdClusterSpec): V1Container => ({
     "server",
     `--server-port=${BackupRestorePort}`,
     "--enable-snapshot-lease-renewal=false",
-    "--storage-provider=Local",
+    "--storage-provider=S3",
     `--store-prefix=${spec.storePrefix}`,
     `--schedule=${spec.fullSnapshotSchedule}`,
     `--delta-snapshot-period=${spec.deltaSnapshotPeriod}`,
@@ -396,37 +421,24 @@ const backupRestoreContainer = (spec: EtcdClusterSpec): V1Container => ({
     "--use-etcd-wrapper=false",
     "--enable-member-lease-renewal=false",
   ],
-  env: [podNameEnv, podNamespaceEnv, { name: "STORAGE_CONTAINER", value: spec.storeContainer }],
+  env: [
+    podNameEnv,
+    podNamespaceEnv,
+    { name: "STORAGE_CONTAINER", value: spec.storeContainer },
+    { name: "AWS_APPLICATION_CREDENTIALS", value: Paths.providerBackupSecret },
+  ],
   ports: [{ name: "server", containerPort: BackupRestorePort, protocol: "TCP" }],
   resources: { requests: { cpu: "50m", memory: "128Mi" } },
-  securityContext: { allowPrivilegeEscalation: false },
+  securityContext: restrictedContainer,
   volumeMounts: [
     { name: spec.name, mountPath: Paths.data },
     { name: "etcd-config-file", mountPath: Paths.config },
     { name: "backup-restore-server-tls", mountPath: Paths.backupRestoreServer },
     { name: "etcd-ca", mountPath: Paths.ca },
     { name: "etcd-client-tls", mountPath: Paths.client },
-    { name: "local-backup", mountPath: `${Paths.home}/${spec.storeContainer}` },
+    { name: "etcd-backup-secret", mountPath: Paths.providerBackupSecret },
   ],
 });
-
-/** druid's init container for a Local store (the data PVC's directory is the non-root user's already: local-volumes.ts). */
-const initContainers = (spec: EtcdClusterSpec): V1Container[] => {
-  const bucket = `${Paths.home}/${spec.storeContainer}`;
-  const chown = (name: string, path: string): V1Container => ({
-    name,
-    image: spec.images.busybox,
-    imagePullPolicy: "Never",
-    command: ["chown", "-R", `${NonRootUser}:${NonRootUser}`, path],
-    securityContext: { allowPrivilegeEscalation: false, runAsUser: 0, runAsGroup: 0, runAsNonRoot: false },
-  });
-  return [
-    {
-      ...chown("change-backup-bucket-permissions", bucket),
-      volumeMounts: [{ name: "local-backup", mountPath: bucket }],
-    },
-  ];
-};
 
 const secretVolume = (name: string, secretName: string): V1Volume => ({
   name,
@@ -457,7 +469,6 @@ export const statefulSet = (spec: EtcdClusterSpec, etcdUid: string): V1StatefulS
           shareProcessNamespace: true,
           enableServiceLinks: false,
           automountServiceAccountToken: false,
-          initContainers: initContainers(spec),
           containers: [etcdContainer(spec), backupRestoreContainer(spec)],
           securityContext: {
             runAsUser: NonRootUser,
@@ -465,6 +476,7 @@ export const statefulSet = (spec: EtcdClusterSpec, etcdUid: string): V1StatefulS
             runAsNonRoot: true,
             fsGroup: NonRootUser,
             fsGroupChangePolicy: "OnRootMismatch",
+            seccompProfile: { type: "RuntimeDefault" },
           },
           volumes: [
             {
@@ -481,13 +493,7 @@ export const statefulSet = (spec: EtcdClusterSpec, etcdUid: string): V1StatefulS
             secretVolume("backup-restore-ca", names.ca),
             secretVolume("backup-restore-server-tls", names.backupRestoreServer),
             secretVolume("backup-restore-client-tls", names.etcdClient),
-            {
-              name: "local-backup",
-              hostPath: {
-                path: `${spec.storeHostPath.replace(/\/+$/, "")}/${spec.storeContainer}`,
-                type: "DirectoryOrCreate",
-              },
-            },
+            secretVolume("etcd-backup-secret", names.store),
           ],
         },
       },

@@ -7,19 +7,22 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { labEtcdClusterSpec, type RunningEtcdCluster, startEtcdCluster } from "../etcd-cluster/index.ts";
 import { buildLabImagesWithOpstask, type LabImagesWithOpstask } from "../images/index.ts";
 import { type LocalCluster, startLocalCluster } from "../node/local-cluster.ts";
 import { deployCrdFiles } from "./apply-manifests.ts";
 import { deployLabController } from "./controller.ts";
 import { type LocalVolumeProvisioner, startLocalVolumeProvisioner } from "./local-volumes.ts";
+import { type ObjectStore, startObjectStore } from "./object-store.ts";
 
 export interface Lab {
   readonly cluster: LocalCluster;
   readonly kubeConfig: KubeConfig;
   readonly images: LabImagesWithOpstask;
   readonly etcd: RunningEtcdCluster;
+  /** The S3-compatible store of the etcd's snapshots, in the etcd's namespace. */
+  readonly objectStore: ObjectStore;
   /** The Lease holder's pod once the controller was Ready. */
   readonly leaderPod: string;
   /** Host directory of the store and the members' volumes (`volumes/`); removed by stop(). */
@@ -29,6 +32,18 @@ export interface Lab {
 }
 
 export const EtcdName = "etcd-main";
+
+/** The Pod Security level the etcd's namespace enforces: every pod there, the compaction Job's too. */
+export const EtcdNamespacePodSecurity = "restricted";
+
+const enforcePodSecurity = (kubeConfig: KubeConfig, namespace: string) =>
+  kubeConfig.makeApiClient(CoreV1Api).patchNamespace(
+    {
+      name: namespace,
+      body: { metadata: { labels: { "pod-security.kubernetes.io/enforce": EtcdNamespacePodSecurity } } },
+    },
+    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+  );
 
 export interface StartingLab {
   /** Settles with the lab, or with the first step's error. */
@@ -69,6 +84,7 @@ export const startLab = (options: LabOptions = {}): StartingLab => {
           images.busybox.archive,
           images.etcd.archive,
           images.etcdbrctl.archive,
+          images.objectStore.archive,
           images.opstask.archive,
         ],
       }),
@@ -76,12 +92,16 @@ export const startLab = (options: LabOptions = {}): StartingLab => {
     const running = cluster;
     const kubeConfig = running.makeKubeConfig();
     const namespace = await running.createNamespace("etcd-lab");
+    await enforcePodSecurity(kubeConfig, namespace);
+    const objectStore = await timed("object store", () =>
+      startObjectStore(kubeConfig, { namespace, image: images.objectStore.ref }),
+    );
     volumes = await startLocalVolumeProvisioner(kubeConfig, { dir: join(dir, "volumes"), log: say });
     const spec = labEtcdClusterSpec({
       name: EtcdName,
       namespace,
-      dir,
-      images: { etcd: images.etcd.ref, etcdbrctl: images.etcdbrctl.ref, busybox: images.busybox.ref },
+      store: objectStore,
+      images: { etcd: images.etcd.ref, etcdbrctl: images.etcdbrctl.ref },
       storageClass: volumes.storageClass,
     });
     const etcd = await timed("etcd", () => startEtcdCluster(kubeConfig, spec, { timeoutMs: 180_000 }));
@@ -89,10 +109,9 @@ export const startLab = (options: LabOptions = {}): StartingLab => {
       deployLabController(kubeConfig, {
         image: images.opstask.ref,
         compactionImage: images.etcdbrctl.ref,
-        storeHostPath: spec.storeHostPath,
       }),
     );
-    return { cluster: running, kubeConfig, images, etcd, leaderPod, dir, timings };
+    return { cluster: running, kubeConfig, images, etcd, objectStore, leaderPod, dir, timings };
   })();
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {

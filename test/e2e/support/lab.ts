@@ -53,6 +53,21 @@ export const createTask = async (
   });
 };
 
+/** The task's status now (empty before the controller wrote one). */
+export const readTaskStatus = async (
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name: string,
+): Promise<TaskState> => {
+  const task = (await kubeConfig
+    .makeApiClient(CustomObjectsApi)
+    .getNamespacedCustomObject({ ...tasks, namespace, name })) as { status?: TaskState };
+  return task.status ?? {};
+};
+
+export const isFinished = (status: TaskState): boolean =>
+  status.state === "Succeeded" || status.state === "Failed" || status.state === "Rejected";
+
 /** Waits until the task is Succeeded, Failed or Rejected; returns its status. */
 export const waitForTask = async (
   kubeConfig: KubeConfig,
@@ -60,16 +75,12 @@ export const waitForTask = async (
   name: string,
   timeoutMs = 180_000,
 ): Promise<TaskState> => {
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const task = (await api.getNamespacedCustomObject({ ...tasks, namespace, name })) as {
-      status?: TaskState;
-    };
-    const state = task.status?.state;
-    if (state === "Succeeded" || state === "Failed" || state === "Rejected") return task.status ?? {};
+    const status = await readTaskStatus(kubeConfig, namespace, name);
+    if (isFinished(status)) return status;
     if (Date.now() > deadline)
-      throw new Error(`${name} not finished after ${timeoutMs} ms: ${JSON.stringify(task.status)}`);
+      throw new Error(`${name} not finished after ${timeoutMs} ms: ${JSON.stringify(status)}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 };
