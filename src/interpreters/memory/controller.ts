@@ -34,7 +34,14 @@ import type {
   WriteRecord,
 } from "./records.ts";
 
-export type * from "./records.ts";
+export type {
+  Behaviour,
+  DecodeRecord,
+  HandlerCall,
+  PassRecord,
+  RecordedEvent,
+  WriteRecord,
+} from "./records.ts";
 
 export interface SimulatedControllerOptions<Task> {
   readonly kind: TaskKind<Task>;
