@@ -1,7 +1,9 @@
 /**
  * The lab: the local cluster with a node (src/devcluster/node), the images loaded
- * (src/devcluster/images), a 3-member etcd cluster laid out as druid lays it out
- * (src/devcluster/etcd-cluster) and the opstask controller deployed from deploy/ (controller.ts).
+ * (src/devcluster/images), an S3-compatible object store (object-store.ts), a 3-member etcd cluster
+ * laid out as druid lays it out whose snapshots go to that store (src/devcluster/etcd-cluster), in a
+ * namespace that enforces the restricted Pod Security level, and the opstask controller deployed
+ * from deploy/ (controller.ts).
  * `opstask dev --cluster`, the e2e tests and the bench scripts start this same lab.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -25,7 +27,7 @@ export interface Lab {
   readonly objectStore: ObjectStore;
   /** The Lease holder's pod once the controller was Ready. */
   readonly leaderPod: string;
-  /** Host directory of the store and the members' volumes (`volumes/`); removed by stop(). */
+  /** Host directory of the members' volumes (`volumes/`); removed by stop(). */
   readonly dir: string;
   /** Figures of the bring-up, in ms. */
   readonly timings: Readonly<Record<string, number>>;
