@@ -49,7 +49,7 @@ export interface OnDemandSnapshotCompactionConfig {
   readonly kind: typeof OnDemandSnapshotCompactionMember;
   /**
    * The etcd-backup-restore image the Job runs; absent means the controller's configured default. The
-   * handler Rejects an image the controller does not allow (`image-policy.ts`).
+   * handler Rejects an image the controller does not allow (src/etcd/on-demand-snapshot-compaction/image-policy.ts).
    */
   readonly image?: string;
   /** The Job's `activeDeadlineSeconds`. */
