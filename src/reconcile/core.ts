@@ -10,12 +10,14 @@
  * Rules (the scheduler's, scheduler.ts, plus these):
  * - a turn whose object is where the key's last pass left it, woken only by changes of that object, is
  *   an echo of our own write: skipped before decoding (docs/design-notes.md §5);
- * - a change's decode is handed to the pass it wakes (a newer copy is decoded again);
+ * - a change's decode is handed to the pass it wakes, kept through deferred turns (a newer copy is
+ *   decoded again);
  * - a settled task (settled.ts) gets its TTL due time, not a machine run;
  * - a write's result is the pass's object from then on; one that carries someone else's change makes
  *   the next event of that version run a pass; our removal of a deleting task's last finalizer
  *   releases the task while the driver's copy still holds it;
  * - a handler's return resumes its pass over the driver's newest copy of the task (same UID).
+ * The lifecycle properties (test/property/checks.ts, "work saved") fail when one of these is broken.
  */
 import type { PassEnd } from "../effects/task-effect.ts";
 import { TaskEffect } from "../effects/task-effect.ts";
@@ -229,7 +231,7 @@ export class TaskCore<Task> {
       case "Returned":
         return this.#returned(input.callId, input.reply, input.now);
       case "RelatedChanged":
-        return this.#wakeFor(this.#scheduler.unfinishedOf(input.group), "related object changed");
+        return this.#wakeFor(this.#scheduler.groups.unfinishedMembers(input.group), "related object changed");
       case "Resync":
         return this.#wakeFor(input.keys, "resync");
     }
@@ -251,17 +253,14 @@ export class TaskCore<Task> {
     return this.#scheduler.dueCount;
   }
 
-  /** Handler calls in flight (orphaned ones included), and those of deleted tasks. */
-  get callsInFlight(): number {
-    return this.#scheduler.callsInFlight;
-  }
-
-  get orphanedCalls(): number {
-    return this.#scheduler.orphanedCalls;
-  }
-
-  get remembered(): number {
-    return this.#scheduler.remembered;
+  /** Handler calls in flight (of deleted tasks among them), and tasks remembered between passes. */
+  get counts(): {
+    readonly inFlightCalls: number;
+    readonly orphanedCalls: number;
+    readonly remembered: number;
+  } {
+    const { callsInFlight, orphanedCalls, remembered } = this.#scheduler;
+    return { inFlightCalls: callsInFlight, orphanedCalls, remembered };
   }
 
   /** The calls whose results are kept for a later pass (a crash loses them). */
@@ -279,8 +278,7 @@ export class TaskCore<Task> {
     const scheduler = this.#scheduler;
     const object = this.#options.read(key);
     const facts = object === undefined ? undefined : readFacts(this.#options.kind, object);
-    if (facts === undefined || scheduler.isBusy(key) || scheduler.isDeferred(key)) return undefined;
-    if (scheduler.keeps(facts.metadata.uid)) return undefined;
+    if (facts === undefined || !scheduler.idle(key, facts.metadata.uid)) return undefined;
     const input = scheduler.inputOf(facts, this.#peers(groupKeyOf(facts), key), at, "check");
     const effects: Array<PassRequest | PassEnd> = [];
     let step = start(input);
@@ -300,7 +298,7 @@ export class TaskCore<Task> {
     const { kind } = this.#options;
     // A finished task seen first (a takeover) waits for its TTL undecoded; its timer's pass decodes it.
     const settled =
-      type !== "DELETED" && this.#scheduler.mayReadUngrouped(key) ? settledFacts(kind, object) : undefined;
+      type !== "DELETED" && !this.#scheduler.groups.has(key) ? settledFacts(kind, object) : undefined;
     const read = settled === undefined ? (this.#decoded.get(object) ?? readTask(kind, object)) : undefined;
     const facts = settled ?? read?.facts;
     // Unreadable metadata: its turn logs why; nothing else can act on it.
@@ -524,7 +522,7 @@ export class TaskCore<Task> {
   /** The facts of a group's tasks but `except` (the caller's own task, decoded already). */
   #peers(group: string | undefined, except: string): TaskFacts[] {
     if (group === undefined) return [];
-    return this.#scheduler.membersOf(group).flatMap((member) => {
+    return this.#scheduler.groups.members(group).flatMap((member) => {
       if (member === except) return [];
       const object = this.#options.read(member);
       const facts = object === undefined ? undefined : readFacts(this.#options.kind, object);

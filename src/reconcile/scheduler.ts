@@ -1,36 +1,22 @@
 /**
- * The per-key scheduler: everything a controller remembers beside the objects, and the rules over it.
- * The cluster runtime (src/runtime/controller.ts) and the memory interpreter
- * (src/interpreters/memory/controller.ts) both keep their memory here, so the simulation checks the
- * very rules the cluster runs. Pure and synchronous: every method answers with what the caller must
- * do next (start a pass, wake keys); the callers own the queue and the clock, and sleep until the
- * earliest due time the scheduler keeps (`nextDue`, `takeDue`; pass-timers.ts).
+ * What the per-key core (core.ts) remembers beside the objects, and the rules over it. Pure and
+ * synchronous: each method answers what follows (a pass to start, keys to wake); the core's drivers
+ * own the queue and the clock and sleep until `nextDue` (pass-timers.ts). All of it is lost in a
+ * crash, by design: the next pass starts from the object.
  *
  * Rules:
- * - one key is in one pass at a time: a pass for a busy key is deferred until the busy pass ends;
- * - admissions of one group are serialised: a pass that may admit holds its group until it ends or
- *   moves past Admit, and a pass of another task of that group that may admit is deferred meanwhile;
- * - a handler result whose write failed is kept and handed to the next pass (which replays it), never
- *   asked for again;
- * - a task's deletion lets the task go at once (its key is free for the cleanup pass) but not the work:
- *   an Admit or Execute call in flight keeps its admission group busy until it has really ended, and
- *   its result is then discarded (issue 16, finding 12: two snapshots of one etcd must never overlap);
- * - whom to wake after a change: the task itself (not for an echo of our own write: the pass that
- *   wrote it has seen it), and the unfinished tasks of its group when what their admission reads of
- *   it (state, deleting) changed;
- * - retry bookkeeping follows `nextRetryState`; a stopped pass backs off like a transient error;
- * - the calls of a task's current phase are counted, and those that threw (the pass fails the phase at
- *   `handlerDefectLimit`, handler-defect.ts); each kind of defect is reported once per phase;
- * - each key has at most one due time (requeue, backoff, TTL), the last decision wins (pass-timers.ts);
- * - a task whose last finalizer we removed is released: no pass may act on a cached copy of it;
- * - a task that is gone is forgotten (a long-running controller sees millions come and go).
- *
- * All of it is lost in a crash, by design: the next pass starts from the object.
- *
- * Over 400 lines, knowingly: the rules above share one state (busy keys, group locks, kept results,
- * calls in flight), and their invariants are checked together (test/reconcile, test/property); the
- * pieces that stand alone already live beside it (group-index.ts, trigger-reason.ts, settled.ts,
- * pass-timers.ts).
+ * - one pass per key at a time; admissions of one group one at a time (a pass that may admit holds
+ *   its group until it ends or moves past Admit); a pass that cannot start is deferred until freed;
+ * - a handler result whose write failed is kept and handed to the next pass, never asked for again;
+ * - a task's deletion frees its key at once, but an Admit or Execute call in flight holds its group
+ *   until it has ended (two snapshots of one etcd must never overlap); its result is discarded;
+ * - a change wakes its task (not our own write's echo) and, when what admission reads of it changed,
+ *   the unfinished tasks of its group;
+ * - retries follow `nextRetryState`; a stopped pass backs off; a phase's calls and defects are counted
+ *   (handler-defect.ts), each kind of defect reported once per phase;
+ * - one due time per key, the last decision wins (pass-timers.ts);
+ * - a task whose last finalizer we removed is released (no pass acts on a cached copy of it), and a
+ *   task that is gone is forgotten.
  */
 import { isTerminal } from "../api/status.ts";
 import { nextRetryState, noRetry, type RetryState } from "../effects/retry-state.ts";
@@ -446,44 +432,30 @@ export class TaskScheduler<K extends Kept = Kept> {
 
   /** The TTL due time of a settled task that no pass is running or waiting for; else undefined. */
   #settledDue(key: string, facts: TaskFacts, now: number): number | undefined {
-    if (this.#busy.has(key) || this.#deferred.has(key) || this.keeps(facts.metadata.uid)) return undefined;
+    if (!this.idle(key, facts.metadata.uid)) return undefined;
     return settledUntil(this.inputOf(facts, [], now, ""));
   }
 
-  /** The unfinished tasks of a group (a change of the object that names the group wakes them). */
-  unfinishedOf(group: string): ReadonlyArray<string> {
-    return this.#groups.unfinishedMembers(group);
-  }
-
   /**
-   * Whether a change of `key` may be read without its admission group (reconcile/settled-facts.ts):
-   * only while the task is in no group, so that no group loses a member without its peers being woken.
+   * The tasks by admission group. A task in no group may be read without its group
+   * (reconcile/settled-facts.ts): no group then loses a member without its peers being woken.
    */
-  mayReadUngrouped(key: string): boolean {
-    return !this.#groups.has(key);
-  }
-
-  /** Keys of a group's tasks (for the peers of an admission). */
-  membersOf(group: string): ReadonlyArray<string> {
-    return this.#groups.members(group);
+  get groups(): Pick<GroupIndex, "has" | "members" | "unfinishedMembers"> {
+    return this.#groups;
   }
 
   isBusy(key: string): boolean {
     return this.#busy.has(key);
   }
 
-  isDeferred(key: string): boolean {
-    return this.#deferred.has(key);
+  /** No pass of `key` runs or waits, and no result is kept for its task. */
+  idle(key: string, uid: string): boolean {
+    return !this.#busy.has(key) && !this.#deferred.has(key) && this.#tasks.get(uid)?.kept === undefined;
   }
 
   /** The results kept for later passes (a crash loses them: the simulation marks their calls). */
   unwrittenResults(): ReadonlyArray<K> {
     return [...this.#tasks.values()].flatMap((memory) => (memory.kept === undefined ? [] : [memory.kept]));
-  }
-
-  /** Whether a result is kept for this task. */
-  keeps(uid: string): boolean {
-    return this.#tasks.get(uid)?.kept !== undefined;
   }
 
   /** Tasks remembered between passes (retry state, an unwritten result, released). */

@@ -12,7 +12,7 @@
  * terminal task blocks no admission (machine/admission.ts), so leaving its admission group unread
  * changes no other task's pass.
  *
- * Only for a task the scheduler does not know yet (the core asks `mayReadUngrouped`): a known task may
+ * Only for a task the scheduler does not know yet (the core asks its scheduler's `groups`): a known task may
  * be leaving a group whose waiting tasks must then be woken, which takes its decoded group.
  */
 import { isTerminal, type TaskState } from "../api/status.ts";

@@ -219,7 +219,17 @@ export const runController = <Task, R>(
       aborts.set(callId, abort);
       const { metadata } = pass.facts;
       const context = kubeHandlerContext(
-        { phase, attempt, reconcileID: pass.runId, subject: metadata, client, objects, signal: abort.signal },
+        {
+          phase,
+          attempt,
+          reconcileID: pass.runId,
+          subject: metadata,
+          client,
+          objects,
+          signal: abort.signal,
+          // With the resource the context has `ownTask`: where resumable steps record their progress.
+          resource: kind.resource,
+        },
         services,
         recorder,
       );
@@ -344,13 +354,7 @@ export const runController = <Task, R>(
 
     return {
       synced: informer.synced,
-      stats: () => ({
-        ...stats,
-        writes: { ...stats.writes },
-        inFlightCalls: core.callsInFlight,
-        orphanedCalls: core.orphanedCalls,
-        remembered: core.remembered,
-      }),
+      stats: () => ({ ...stats, writes: { ...stats.writes }, ...core.counts }),
       queue: () => queue.metrics(),
     };
   });

@@ -34,14 +34,7 @@ import type {
   WriteRecord,
 } from "./records.ts";
 
-export type {
-  Behaviour,
-  DecodeRecord,
-  HandlerCall,
-  PassRecord,
-  RecordedEvent,
-  WriteRecord,
-} from "./records.ts";
+export type * from "./records.ts";
 
 export interface SimulatedControllerOptions<Task> {
   readonly kind: TaskKind<Task>;
