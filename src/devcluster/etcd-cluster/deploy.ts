@@ -3,8 +3,16 @@
 // for a Ready Etcd). With `dryRun` every object goes through the apiserver's validation and
 // admission (server-side dry run) and nothing is stored: the manifests can be checked before a node
 // runs pods.
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import { configMap, type EtcdClusterSpec, etcdObject, secrets, services, statefulSet } from "./manifests.ts";
+import { memberRbac } from "./member-rbac.ts";
 
 const etcds = { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" };
 
@@ -36,6 +44,13 @@ export const applyEtcdCluster = async (
   await core.createNamespacedConfigMap({ namespace, body: configMap(spec, uid), ...dryRun });
   for (const service of services(spec, uid))
     await core.createNamespacedService({ namespace, body: service, ...dryRun });
+  if (spec.etcdWrapperImage !== undefined) {
+    const rbac = memberRbac(spec.name, namespace);
+    const authorization = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    await core.createNamespacedServiceAccount({ namespace, body: rbac.serviceAccount, ...dryRun });
+    await authorization.createNamespacedRole({ namespace, body: rbac.role, ...dryRun });
+    await authorization.createNamespacedRoleBinding({ namespace, body: rbac.roleBinding, ...dryRun });
+  }
   await apps.createNamespacedStatefulSet({ namespace, body: statefulSet(spec, uid), ...dryRun });
   return { uid };
 };

@@ -32,6 +32,8 @@ export interface LabEtcdClusterOptions {
   /** The StorageClass of the members' PVCs; default the lab's (src/devcluster/lab/local-volumes.ts). */
   readonly storageClass?: string;
   readonly images: EtcdClusterImages;
+  /** The lab's etcd-wrapper image (etcd-wrapper-image.ts): members initialize and restore through their sidecars. */
+  readonly etcdWrapperImage?: string;
   readonly replicas?: number;
   /** Default 1h: events stay buffered for an on-demand delta snapshot. */
   readonly deltaSnapshotPeriod?: string;
@@ -53,6 +55,7 @@ export const labEtcdClusterSpec = (options: LabEtcdClusterOptions): EtcdClusterS
   deltaSnapshotPeriod: options.deltaSnapshotPeriod ?? "1h",
   fullSnapshotSchedule: options.fullSnapshotSchedule ?? "0 0 1 1 *",
   pki: makeEtcdClusterPki(options.name, options.namespace),
+  ...(options.etcdWrapperImage === undefined ? {} : { etcdWrapperImage: options.etcdWrapperImage }),
 });
 
 export interface RunningEtcdCluster extends AppliedEtcdCluster {

@@ -85,6 +85,14 @@ export interface EtcdClusterSpec {
    */
   readonly fullSnapshotSchedule: string;
   readonly pki: EtcdClusterPki;
+  /**
+   * The lab's etcd-wrapper image (etcd-wrapper-image.ts). Given, each member's etcd starts as under
+   * druid: the backup-restore sidecar initializes the data directory (restoring a lost one from the
+   * store, adding a scale-up member as a learner) and serves the member's configuration from
+   * etcd.conf.yaml; the sidecar reads its StatefulSet and Lease with the member ServiceAccount
+   * (member-rbac.ts). Not given, etcd starts from its flags below and a lost data directory stays lost.
+   */
+  readonly etcdWrapperImage?: string;
 }
 
 export const secretNames = (name: string) => ({
@@ -298,6 +306,8 @@ export const etcdConfigYaml = (spec: EtcdClusterSpec): string => {
     "auto-compaction-retention": "30m",
     "listen-peer-urls": `http://0.0.0.0:${PeerPort}`,
     "listen-client-urls": `https://0.0.0.0:${ClientPort}`,
+    // The lab's readiness probe (druid probes etcd-wrapper's /readyz instead).
+    "listen-metrics-urls": `http://0.0.0.0:${MetricsPort}`,
     "initial-advertise-peer-urls": urls("http", PeerPort),
     "advertise-client-urls": urls("https", ClientPort),
     "client-transport-security": {
@@ -440,6 +450,26 @@ const backupRestoreContainer = (spec: EtcdClusterSpec): V1Container => ({
   ],
 });
 
+/** druid's etcd container under etcd-wrapper: the configuration comes from the sidecar, not flags. */
+const withEtcdWrapper = (spec: EtcdClusterSpec, container: V1Container): V1Container =>
+  spec.etcdWrapperImage === undefined
+    ? container
+    : {
+        ...container,
+        image: spec.etcdWrapperImage,
+        args: [
+          `--backup-restore-host-port=${spec.name}-local:${BackupRestorePort}`,
+          `--backup-restore-ca-cert-bundle-path=${Paths.backupRestoreCA}/${CADataKey}`,
+        ],
+        env: [],
+      };
+
+/** druid's member ServiceAccount (named like the Etcd, member-rbac.ts) where the sidecar needs the apiserver. */
+const memberServiceAccount = (spec: EtcdClusterSpec) =>
+  spec.etcdWrapperImage === undefined
+    ? { automountServiceAccountToken: false }
+    : { serviceAccountName: spec.name, automountServiceAccountToken: true };
+
 const secretVolume = (name: string, secretName: string): V1Volume => ({
   name,
   secret: { secretName, defaultMode: 0o640 },
@@ -468,8 +498,8 @@ export const statefulSet = (spec: EtcdClusterSpec, etcdUid: string): V1StatefulS
           hostAliases: [{ ip: "127.0.0.1", hostnames: [`${spec.name}-local`] }],
           shareProcessNamespace: true,
           enableServiceLinks: false,
-          automountServiceAccountToken: false,
-          containers: [etcdContainer(spec), backupRestoreContainer(spec)],
+          ...memberServiceAccount(spec),
+          containers: [withEtcdWrapper(spec, etcdContainer(spec)), backupRestoreContainer(spec)],
           securityContext: {
             runAsUser: NonRootUser,
             runAsGroup: NonRootUser,

@@ -10,8 +10,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CoreV1Api, type KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { buildEtcdWrapperImage } from "../etcd-cluster/etcd-wrapper-image.ts";
 import { labEtcdClusterSpec, type RunningEtcdCluster, startEtcdCluster } from "../etcd-cluster/index.ts";
-import { buildLabImagesWithOpstask, type LabImagesWithOpstask } from "../images/index.ts";
+import {
+  buildLabImagesWithOpstask,
+  defaultImageCacheDir,
+  type LabImagesWithOpstask,
+  resolveImageBinaries,
+} from "../images/index.ts";
 import { type LocalCluster, startLocalCluster } from "../node/local-cluster.ts";
 import { deployCrdFiles } from "./apply-manifests.ts";
 import { deployLabController } from "./controller.ts";
@@ -59,6 +65,12 @@ export interface LabOptions {
   readonly kubeconfigPath?: string;
   /** Progress lines (default: none beyond the cluster's own). */
   readonly log?: (line: string) => void;
+  /**
+   * Members start under the lab's etcd-wrapper (src/devcluster/etcd-cluster/etcd-wrapper-image.ts), as
+   * under druid: a member whose data is gone restores it from the store, a new member joins as a
+   * learner. Default false: etcd starts from flags.
+   */
+  readonly etcdWrapper?: boolean;
 }
 
 export const startLab = (options: LabOptions = {}): StartingLab => {
@@ -76,6 +88,12 @@ export const startLab = (options: LabOptions = {}): StartingLab => {
   };
   const ready = (async (): Promise<Lab> => {
     const images = await timed("images", () => buildLabImagesWithOpstask());
+    const wrapper =
+      options.etcdWrapper === true
+        ? await timed("etcd-wrapper image", async () =>
+            buildEtcdWrapperImage((await resolveImageBinaries()).etcd, defaultImageCacheDir()),
+          )
+        : undefined;
     cluster = await timed("cluster", () =>
       startLocalCluster({
         ...(options.kubeconfigPath === undefined ? {} : { kubeconfigPath: options.kubeconfigPath }),
@@ -88,6 +106,7 @@ export const startLab = (options: LabOptions = {}): StartingLab => {
           images.etcdbrctl.archive,
           images.objectStore.archive,
           images.opstask.archive,
+          ...(wrapper === undefined ? [] : [wrapper.archive]),
         ],
       }),
     );
@@ -105,8 +124,14 @@ export const startLab = (options: LabOptions = {}): StartingLab => {
       store: objectStore,
       images: { etcd: images.etcd.ref, etcdbrctl: images.etcdbrctl.ref },
       storageClass: volumes.storageClass,
+      ...(wrapper === undefined ? {} : { etcdWrapperImage: wrapper.ref }),
     });
-    const etcd = await timed("etcd", () => startEtcdCluster(kubeConfig, spec, { timeoutMs: 180_000 }));
+    const etcd = await timed("etcd", () =>
+      startEtcdCluster(kubeConfig, spec, {
+        // Under the etcd-wrapper a new cluster's sidecars first wait for members that are not up yet.
+        timeoutMs: wrapper === undefined ? 180_000 : 420_000,
+      }),
+    );
     const leaderPod = await timed("controller", () =>
       deployLabController(kubeConfig, {
         image: images.opstask.ref,
