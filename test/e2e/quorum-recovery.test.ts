@@ -26,7 +26,7 @@
  * the snapshot read back through a member that was rebuilt; a StepCompleted Event for each of the
  * 13 steps exactly once; the Etcd's suspend and protection annotations gone.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -62,7 +62,9 @@ const running = (): Lab => {
   return lab;
 };
 
-const kubeconfigPath = join(mkdtempSync(join(tmpdir(), "quorum-recovery-")), "kubeconfig");
+// The admin kubeconfig where the test can read it when the lab fails to start (memberLogs).
+const kubeconfigDir = mkdtempSync(join(tmpdir(), "quorum-recovery-"));
+const kubeconfigPath = join(kubeconfigDir, "kubeconfig");
 
 /** The etcd pods' last log lines, for a lab whose members did not become Ready. */
 const memberLogs = async (): Promise<string> => {
@@ -93,6 +95,7 @@ beforeAll(async () => {
 }, 30 * 60_000);
 afterAll(async () => {
   await starting?.stop();
+  rmSync(kubeconfigDir, { recursive: true, force: true });
 }, 180_000);
 
 /** A call to a member's gRPC gateway (mutual TLS) from the node's network; answers the JSON. */
