@@ -225,11 +225,10 @@ export const simulate = <Task, R = never, Spec = unknown>(
   const runtime = ManagedRuntime.make(options.services ?? (Layer.empty as Layer.Layer<R>));
   const inFlight = new Map<number, InFlight>();
 
-  const taskOf = (facts: TaskFacts): Task | undefined => {
-    const stored = server.get(facts.metadata.namespace, facts.metadata.name);
-    if (!stored.ok) return undefined;
-    const decoded = kind.decode(stored.value);
-    return decoded.ok ? decoded.task : undefined;
+  const taskOf = (at: string, name: string): Task | undefined => {
+    const stored = server.get(at, name);
+    const decoded = stored.ok ? kind.decode(stored.value) : undefined;
+    return decoded?.ok ? decoded.task : undefined;
   };
 
   const contextOf = (facts: TaskFacts, phase: Phase, info: CallInfo): CallContext => {
@@ -292,7 +291,7 @@ export const simulate = <Task, R = never, Spec = unknown>(
   const behaviour = (facts: TaskFacts, phase: Phase, info: CallInfo): Behaviour => {
     // The controller records the call just before it asks for the behaviour.
     const call = controller.calls.at(-1);
-    const task = taskOf(facts);
+    const task = taskOf(facts.metadata.namespace, facts.metadata.name);
     if (task === undefined) return { kind: "throw", message: "the task does not decode" };
     const run = handlers[facts.member]?.[phase];
     if (run === undefined) return { kind: "return", outcome: defaults[phase] };
@@ -421,12 +420,7 @@ export const simulate = <Task, R = never, Spec = unknown>(
     crash: () => controller.crash(),
     resolve: (name, outcome) => controller.resolve(namespace, name, outcome),
     hanging: () => controller.hanging(),
-    get: (name) => {
-      const object = stored(name);
-      if (object === undefined) return undefined;
-      const decoded = kind.decode(object);
-      return decoded.ok ? decoded.task : undefined;
-    },
+    get: (name) => taskOf(namespace, name),
     object: stored,
     exists: (name) => stored(name) !== undefined,
     state: (name) => factsOf(name)?.status.state,

@@ -21,14 +21,20 @@
  */
 import type { PassEnd } from "../effects/task-effect.ts";
 import { TaskEffect } from "../effects/task-effect.ts";
-import type { LifecycleConfig, PhaseOutcome } from "../machine/types.ts";
+import type { PhaseOutcome } from "../machine/types.ts";
 import { factsAfterWrite } from "./facts-after-write.ts";
 import { carriesForeignChange, type TaskObject } from "./foreign-change.ts";
 import { defectOutcome, type HandlerReply } from "./handler-defect.ts";
 import { oversizedOf, tooLargeReason } from "./oversized-task.ts";
 import { Answer, answer, type PassRequest, type Step, start } from "./pass.ts";
-import type { Jitter } from "./pass-timers.ts";
-import { groupKeyOf, type Kept, type PassHold, TaskScheduler, type Wake } from "./scheduler.ts";
+import {
+  groupKeyOf,
+  type Kept,
+  type PassHold,
+  type SchedulerOptions,
+  TaskScheduler,
+  type Wake,
+} from "./scheduler.ts";
 import { settledUntil } from "./settled.ts";
 import { settledFacts } from "./settled-facts.ts";
 import { readFacts, readTask, type TaskFacts, type TaskKind } from "./task-kind.ts";
@@ -36,13 +42,8 @@ import type { TriggerReason } from "./trigger-reason.ts";
 
 export type { TaskObject } from "./foreign-change.ts";
 
-export interface CoreOptions<Task> {
+export interface CoreOptions<Task> extends SchedulerOptions {
   readonly kind: TaskKind<Task>;
-  readonly config: LifecycleConfig;
-  /** Config members that have a handler. */
-  readonly supported: ReadonlyArray<string>;
-  /** Stretches backoff delays (the runtime's is random); none by default. */
-  readonly jitter?: Jitter;
   /** The driver's copy of a task (its cache, read-your-writes), undefined when it has none. */
   readonly read: (key: string) => TaskObject | undefined;
   /** The reconcile ID of a pass started at `now` (the `serial`th pass of this core). */
@@ -213,11 +214,7 @@ export class TaskCore<Task> {
 
   constructor(options: CoreOptions<Task>) {
     this.#options = options;
-    this.#scheduler = new TaskScheduler({
-      config: options.config,
-      supported: options.supported,
-      ...(options.jitter === undefined ? {} : { jitter: options.jitter }),
-    });
+    this.#scheduler = new TaskScheduler(options);
   }
 
   step(input: CoreInput): CoreCommand<Task>[] {
@@ -239,28 +236,14 @@ export class TaskCore<Task> {
 
   // ---- queries the drivers' clocks and checks need ----------------------------------------------
 
-  /** The earliest due time of any key (the driver's clock), if any: sleep until then. */
-  nextDue(): number | undefined {
-    return this.#scheduler.nextDue();
-  }
-
-  /** The keys due at or before `now` (a due time is an input: each is woken once). */
-  takeDue(now: number): string[] {
-    return this.#scheduler.takeDue(now);
-  }
-
-  get dueCount(): number {
-    return this.#scheduler.dueCount;
+  /** The due times (the driver's clock): sleep until `nextDue()`, then wake the keys `takeDue` answers. */
+  get due(): Pick<TaskScheduler, "nextDue" | "takeDue" | "dueCount"> {
+    return this.#scheduler;
   }
 
   /** Handler calls in flight (of deleted tasks among them), and tasks remembered between passes. */
-  get counts(): {
-    readonly inFlightCalls: number;
-    readonly orphanedCalls: number;
-    readonly remembered: number;
-  } {
-    const { callsInFlight, orphanedCalls, remembered } = this.#scheduler;
-    return { inFlightCalls: callsInFlight, orphanedCalls, remembered };
+  get counts(): TaskScheduler["counts"] {
+    return this.#scheduler.counts;
   }
 
   /** The calls whose results are kept for a later pass (a crash loses them). */

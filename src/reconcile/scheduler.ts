@@ -444,10 +444,6 @@ export class TaskScheduler<K extends Kept = Kept> {
     return this.#groups;
   }
 
-  isBusy(key: string): boolean {
-    return this.#busy.has(key);
-  }
-
   /** No pass of `key` runs or waits, and no result is kept for its task. */
   idle(key: string, uid: string): boolean {
     return !this.#busy.has(key) && !this.#deferred.has(key) && this.#tasks.get(uid)?.kept === undefined;
@@ -458,22 +454,23 @@ export class TaskScheduler<K extends Kept = Kept> {
     return [...this.#tasks.values()].flatMap((memory) => (memory.kept === undefined ? [] : [memory.kept]));
   }
 
-  /** Tasks remembered between passes (retry state, an unwritten result, released). */
-  get remembered(): number {
-    let count = 0;
+  /**
+   * Handler calls in flight (passes waiting for one or resumed after it, and orphaned ones), calls of
+   * deleted tasks still running (holding their groups), and tasks remembered between passes.
+   */
+  get counts(): {
+    readonly inFlightCalls: number;
+    readonly orphanedCalls: number;
+    readonly remembered: number;
+  } {
+    let remembered = 0;
     for (const memory of this.#tasks.values())
-      if (memory.retry !== undefined || memory.kept !== undefined || memory.released) count += 1;
-    return count;
-  }
-
-  /** Handler calls in flight: passes waiting for one (or resumed after it), and orphaned ones. */
-  get callsInFlight(): number {
-    return this.#busy.size + this.#orphans.size;
-  }
-
-  /** Calls of deleted tasks still running (their groups stay busy until they end). */
-  get orphanedCalls(): number {
-    return this.#orphans.size;
+      if (memory.retry !== undefined || memory.kept !== undefined || memory.released) remembered += 1;
+    return {
+      inFlightCalls: this.#busy.size + this.#orphans.size,
+      orphanedCalls: this.#orphans.size,
+      remembered,
+    };
   }
 
   /** The task is gone: its call (if any) keeps its group busy until it ends; its key is free now. */

@@ -293,7 +293,11 @@ export const runController = <Task, R>(
         Effect.withLogSpan("reconcile"),
       );
 
-    const queue = yield* makeWorkQueue({ concurrency: options.concurrency, process: reconcile, due: core });
+    const queue = yield* makeWorkQueue({
+      concurrency: options.concurrency,
+      process: reconcile,
+      due: core.due,
+    });
     add = (key) => queue.add(key);
     dueChanged = queue.dueChanged;
 

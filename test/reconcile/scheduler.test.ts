@@ -110,13 +110,13 @@ describe("the scheduler", () => {
     const deleted = m.changed({ type: "MODIFIED", facts: task("a", "InProgress", { deleting: true }) });
     expect(deleted.orphaned).toBe(callId);
     // The task itself may go on (its cleanup pass runs) ...
-    expect(m.isBusy("ns/a")).toBe(false);
+    expect(m.idle("ns/a", "uid-a")).toBe(true);
     expect(keys(deleted.wake)).toContain("ns/a");
     expect(m.start("ns/a", task("a", "InProgress", { deleting: true }), noPeers, 1, "r2")).toBeDefined();
     // ... but a new task of its group may not admit while the call runs.
     expect(m.start("ns/b", task("b"), noPeers, 2, "r3")).toBeUndefined();
     expect(m.start("ns/c", task("c", undefined, { group: "etcd-c" }), noPeers, 2, "r4")).toBeDefined();
-    expect(m.callsInFlight).toBe(1);
+    expect(m.counts.inFlightCalls).toBe(1);
     // The call ends: its result is for nobody, and the group is free.
     const returned = m.returned(a, callId);
     expect(returned.current).toBe(false);
@@ -133,7 +133,7 @@ describe("the scheduler", () => {
     expect(
       m.changed({ type: "MODIFIED", facts: task("a", "InProgress", { deleting: true }) }).orphaned,
     ).toBeUndefined();
-    expect(m.isBusy("ns/a")).toBe(true);
+    expect(m.idle("ns/a", "uid-a")).toBe(false);
     const c = m.start("ns/c", task("c", "Succeeded", { deleting: true }), noPeers, 2, "r3");
     if (c === undefined) throw new Error("c must start");
     m.calling(c, "cleanup");
@@ -147,13 +147,13 @@ describe("the scheduler", () => {
     const settled = m.start("ns/a", task("a", "Succeeded"), noPeers, 0, "r1");
     if (settled === undefined) throw new Error("a must start");
     m.ended(settled, { _tag: "RequeueAfter", delayMs: 3_600_000, reason: "ttl" }, 1, true);
-    expect(m.remembered).toBe(0);
+    expect(m.counts.remembered).toBe(0);
     const flaky = m.start("ns/b", task("b", "InProgress"), noPeers, 0, "r2");
     if (flaky === undefined) throw new Error("b must start");
     m.ended(flaky, backoff, 1, true);
-    expect(m.remembered).toBe(1);
+    expect(m.counts.remembered).toBe(1);
     m.changed({ type: "DELETED", facts: task("b", "InProgress") });
-    expect(m.remembered).toBe(0);
+    expect(m.counts.remembered).toBe(0);
     // A pass that ends after its task's deletion leaves nothing behind.
     const late = m.start("ns/c", task("c", "InProgress"), noPeers, 0, "r3");
     if (late === undefined) throw new Error("c must start");
@@ -163,7 +163,7 @@ describe("the scheduler", () => {
       false,
       0,
     );
-    expect(m.remembered).toBe(0);
+    expect(m.counts.remembered).toBe(0);
   });
 
   it("wakes peers only when a task's state or deletion changed, and never a task on its own write's echo", () => {
@@ -189,9 +189,9 @@ describe("the scheduler", () => {
     const m = memory();
     m.release("uid-a");
     expect(m.start("ns/a", task("a", "Succeeded", { deleting: true }), noPeers, 0, "r1")).toBeUndefined();
-    expect(m.remembered).toBe(1);
+    expect(m.counts.remembered).toBe(1);
     m.changed({ type: "DELETED", facts: task("a", "Succeeded", { deleting: true }) });
-    expect(m.remembered).toBe(0);
+    expect(m.counts.remembered).toBe(0);
   });
 
   it("skips a pass that would see nothing new: woken only by changes of its object, at the version its last pass left", () => {

@@ -153,9 +153,9 @@ export class SimulatedController<Task> {
     // Work that is ready now runs now, before time moves.
     this.runUntilIdle();
     const target = clock.now() + ms;
-    for (let at = this.#core.nextDue(); at !== undefined && at <= target; at = this.#core.nextDue()) {
+    for (let at = this.#core.due.nextDue(); at !== undefined && at <= target; at = this.#core.due.nextDue()) {
       clock.set(Math.max(at, clock.now()));
-      for (const key of this.#core.takeDue(clock.now())) this.#enqueue(key);
+      for (const key of this.#core.due.takeDue(clock.now())) this.#enqueue(key);
       this.runUntilIdle();
     }
     clock.set(target);
@@ -164,7 +164,7 @@ export class SimulatedController<Task> {
 
   /** The earliest due time of any task, if any. */
   nextTimer(): number | undefined {
-    return this.#core.nextDue();
+    return this.#core.due.nextDue();
   }
 
   /** Crash after `effects` more effects have been performed (0: before the next one). */
