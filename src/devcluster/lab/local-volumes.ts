@@ -40,8 +40,6 @@ export interface LocalVolumeOptions {
 
 export interface LocalVolumeProvisioner {
   readonly storageClass: string;
-  /** Volumes provisioned and deleted so far. */
-  readonly counts: () => { readonly provisioned: number; readonly deleted: number };
   /** Ends the loop after the pass under way. Directories are left for the caller's directory removal. */
   stop(): Promise<void>;
 }
@@ -71,8 +69,6 @@ export const startLocalVolumeProvisioner = async (
   await storage.createStorageClass({ body: labStorageClass() }).catch((error: unknown) => {
     if (!isConflict(error)) throw error;
   });
-  let provisioned = 0;
-  let deleted = 0;
 
   const volumeFor = (claim: V1PersistentVolumeClaim, path: string): V1PersistentVolume => ({
     apiVersion: "v1",
@@ -103,7 +99,6 @@ export const startLocalVolumeProvisioner = async (
     chownSync(path, owner.uid, owner.gid);
     try {
       await core.createPersistentVolume({ body: volumeFor(claim, path) });
-      provisioned += 1;
     } catch (error) {
       if (!isConflict(error)) throw error;
     }
@@ -114,7 +109,6 @@ export const startLocalVolumeProvisioner = async (
     if (path?.startsWith(`${options.dir}/`)) rmSync(path, { recursive: true, force: true });
     try {
       await core.deletePersistentVolume({ name: volume.metadata?.name ?? "" });
-      deleted += 1;
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
@@ -149,7 +143,6 @@ export const startLocalVolumeProvisioner = async (
 
   return {
     storageClass: LabStorageClass,
-    counts: () => ({ provisioned, deleted }),
     stop: async () => {
       running = false;
       await loop;
