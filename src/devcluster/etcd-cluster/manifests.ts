@@ -15,7 +15,10 @@
 // Where this differs from druid, and why:
 // - etcd runs directly from its own image with flags, not under etcd-wrapper (which fetches its
 //   configuration from the sidecar); the sidecar runs with --use-etcd-wrapper=false. The flags are
-//   the ones druid's etcd.conf.yaml holds for the member.
+//   the ones druid's etcd.conf.yaml holds for the member. With `etcdWrapperImage` the member starts
+//   under the lab's stand-in for etcd-wrapper instead (testbin/etcd-wrapper-lab: the sidecar
+//   initializes the data directory, then serves the member's configuration), as druid starts it;
+//   the sidecar still runs with --use-etcd-wrapper=false (the stand-in serves no /stop to restart).
 // - The readiness probe asks etcd's plain metrics listener (:2381 /health): with client-cert-auth the
 //   kubelet cannot probe the client port, and there is no wrapper port.
 // - The members' PVCs (volumeClaimTemplates named as druid names them, `<etcd>-<etcd>-<n>`) come
