@@ -519,13 +519,8 @@ export class TaskScheduler<K extends Kept = Kept> {
 
   /** Changes a task's entry; an entry left with nothing in it is dropped. */
   #edit(uid: string, change: TaskMemoryChange<K>): void {
-    const { retry, attempts, kept, released } = { ...this.#tasks.get(uid), ...change };
-    const next: TaskMemory<K> = {
-      ...(retry === undefined ? {} : { retry }),
-      ...(attempts === undefined ? {} : { attempts }),
-      ...(kept === undefined ? {} : { kept }),
-      ...(released === undefined ? {} : { released }),
-    };
+    const fields = Object.entries({ ...this.#tasks.get(uid), ...change });
+    const next = Object.fromEntries(fields.filter(([, value]) => value !== undefined)) as TaskMemory<K>;
     if (Object.keys(next).length === 0) this.#tasks.delete(uid);
     else this.#tasks.set(uid, next);
   }

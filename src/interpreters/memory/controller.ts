@@ -324,17 +324,13 @@ export class SimulatedController<Task> {
     for (let event = this.#pending.shift(); event !== undefined; event = this.#pending.shift()) {
       const key = storedKeyOf(event.object);
       const now = this.#options.clock.now();
-      if (event.type === "DELETED") {
-        if (this.#copy.get(key) !== undefined) this.#copy.delete(key);
-        this.#feed({ _tag: "Changed", type: "DELETED", key, object: event.object, now });
-        continue;
-      }
       // An event older than the copy (the echo of a write already stored) carries nothing newer.
-      const copy = this.#copy.get(key);
+      const copy = event.type === "DELETED" ? undefined : this.#copy.get(key);
       const order =
         copy === undefined ? undefined : compareResourceVersions(versionOf(event.object), versionOf(copy));
       const object = copy !== undefined && order !== undefined && order <= 0 ? copy : event.object;
-      this.#copy.set(key, object);
+      if (event.type === "DELETED") this.#copy.delete(key);
+      else this.#copy.set(key, object);
       this.#feed({ _tag: "Changed", type: event.type, key, object, now });
     }
   }
