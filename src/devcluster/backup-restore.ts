@@ -18,9 +18,6 @@
 // client-certificate check, so they do not authenticate callers either. Go binds ":<port>" as the
 // dual-stack wildcard ([::]:<port> in /proc/net/tcp6). Confining it needs a network namespace and a
 // loopback bridge; see docs/local-control-plane.md §3.
-//
-// Over 400 lines, knowingly: development tooling, not the product; it is the etcd + etcdbrctl pair's
-// whole life cycle (configuration, start, readiness, snapshot listing, stop) in one place.
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";

@@ -67,7 +67,7 @@ export interface SchedulerOptions {
   readonly config: LifecycleConfig;
   /** Config members that have a handler. */
   readonly supported: ReadonlyArray<string>;
-  /** Stretches backoff delays (the runtime's is random, backoff-jitter.ts); none by default. */
+  /** Stretches backoff delays (the runtime's is random, runtime/backoff-jitter.ts); none by default. */
   readonly jitter?: Jitter;
 }
 

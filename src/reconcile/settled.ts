@@ -3,10 +3,10 @@
  * the machine from `idle` through `route` → `terminal` → `retained`, and ends with
  * `RequeueAfter(ttl)` — no request, no write, no Event. At a takeover (a restart, a new leader) every
  * cached task gets a pass, and with 10,000 finished tasks that was 10,000 machine runs to learn 10,000
- * due times (issue 17: ≈ 4 ms each, jitless). The due time follows from the task alone, so the
+ * due times (≈ 4 ms each: docs/design-notes.md §20). The due time follows from the task alone, so the
  * scheduler sets the task's timer instead, and the pass runs when the timer fires (the TTL deletion).
  *
- * The rule reads the machine's own guards in the order `route` takes them (task-machine.ts): a task
+ * The rule reads the machine's own guards in the order `route` takes them (machine/task-machine.ts): a task
  * written by a newer machine, a deleting task, or a task not terminal is not settled; a terminal task
  * whose TTL has run out is not settled either (its pass deletes it). The property test
  * test/reconcile/settled.test.ts checks, over arbitrary inputs, that a pass over a settled task is

@@ -1,4 +1,4 @@
-// The TLS material of the lab's etcd cluster, made with node:crypto and hand-written DER (der.ts, as
+// The TLS material of the lab's etcd cluster, made with node:crypto and hand-written DER (runtime/der.ts, as
 // the controller's self-signed metrics certificate): one CA, and from it
 //
 //   etcd server       etcd's client port; serverAuth and clientAuth (etcd's own gRPC gateway dials

@@ -2,7 +2,7 @@
 // (network namespace, host interface, cgroup, addresses), so that several nodes (other sessions,
 // parallel test files) can run on one machine without meeting. A slot is taken by creating its
 // record file exclusively; the record names the owner's PID and everything to undo, so that a later
-// run can clean up after an owner that died without cleaning up (leftovers.ts).
+// run can clean up after an owner that died without cleaning up (teardown.ts).
 import {
   closeSync,
   mkdirSync,

@@ -1,7 +1,7 @@
 /**
  * The Kubernetes interpreter of a pass's requests: each write becomes one request through `TaskWriter`
  * (src/interpreters/kubernetes/task-writer.ts), each Event one through `EventRecorder`. The memory
- * interpreter performs the same requests against `MemoryApiServer` (src/interpreters/memory/perform.ts).
+ * interpreter performs the same requests against `MemoryApiServer` (interpreters/memory/perform-write.ts).
  *
  * Handler calls (`RunPhase`) are not performed here: the runtime runs them in fibers of their own, so
  * that a call never holds a worker.

@@ -36,7 +36,7 @@ import {
 } from "../status-json-patch.ts";
 import { watchWrite } from "./write-faults.ts";
 
-/** The object a write is about, as last read (TaskMeta from task-kind.ts fits). */
+/** The object a write is about, as last read (TaskMeta from reconcile/task-kind.ts fits). */
 export interface WriteTarget {
   readonly name: string;
   readonly namespace: string;
