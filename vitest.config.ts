@@ -12,6 +12,23 @@ if (!druidGiven && process.env.VITEST_POOL_ID === undefined)
     `${druidTests} did not run: set OPSTASK_DRUID_BINARY or OPSTASK_DRUID_SOURCE to run etcd-druid`,
   );
 
+const testFiles = ["test/**/*.test.ts", "examples/**/*.test.ts"];
+const excluded = druidGiven ? configDefaults.exclude : [...configDefaults.exclude, druidTests];
+
+/**
+ * Files that run with no other test file beside them: they start the lab or a local node (one
+ * machine-wide set of network namespaces, 198.18 addresses and a node slot each, and minutes of both
+ * cores), build and run images with buildah/podman, or measure a process's idle CPU and wake-ups,
+ * which a neighbour's load would disturb.
+ */
+const alone = [
+  "test/e2e/**/*.test.ts",
+  "test/integration/local-node*.test.ts",
+  "test/image/**/*.test.ts",
+  "test/integration/cluster-images.test.ts",
+  "test/integration/idle-wakeups.test.ts",
+];
+
 const source = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 export default defineConfig({
@@ -26,9 +43,31 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
-    exclude: druidGiven ? configDefaults.exclude : [...configDefaults.exclude, druidTests],
     testTimeout: 60_000,
     hookTimeout: 300_000,
+    // Two groups, one after the other: first every other file, two at a time (vitest's default on 2
+    // cores is one worker); then the files in `alone`, one at a time and with nothing else running.
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "parallel",
+          include: testFiles,
+          exclude: [...excluded, ...alone],
+          maxWorkers: 2,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "alone",
+          include: alone,
+          exclude: excluded,
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });
