@@ -1,19 +1,19 @@
 import { fileURLToPath } from "node:url";
 import { configDefaults, defineConfig } from "vitest/config";
 
-// Tests that run the real etcd-druid (test/integration/druid-*.test.ts) run only where it is given
-// (test/support/druid-peer.ts); nothing else depends on it.
+// Tests that run the real etcd-druid (test/integration/druid-*.test.ts, and test/e2e/druid-*.test.ts
+// on the lab) run only where it is given (src/devcluster/druid/peer.ts); nothing else depends on it.
 const druidGiven = [process.env.OPSTASK_DRUID_BINARY, process.env.OPSTASK_DRUID_SOURCE].some(
   (value) => value !== undefined && value !== "",
 );
-const druidTests = "test/integration/druid-*.test.ts";
+const druidTests = ["test/integration/druid-*.test.ts", "test/e2e/druid-*.test.ts"];
 if (!druidGiven && process.env.VITEST_POOL_ID === undefined)
   console.log(
-    `${druidTests} did not run: set OPSTASK_DRUID_BINARY or OPSTASK_DRUID_SOURCE to run etcd-druid`,
+    `${druidTests.join(" and ")} did not run: set OPSTASK_DRUID_BINARY or OPSTASK_DRUID_SOURCE to run etcd-druid`,
   );
 
 const testFiles = ["test/**/*.test.ts", "examples/**/*.test.ts"];
-const excluded = druidGiven ? configDefaults.exclude : [...configDefaults.exclude, druidTests];
+const excluded = druidGiven ? configDefaults.exclude : [...configDefaults.exclude, ...druidTests];
 
 /**
  * Files that run with no other test file beside them: they start the lab or a local node (one

@@ -25,11 +25,11 @@ import {
   PatchStrategy,
 } from "@kubernetes/client-node";
 import { parse as parseYaml, stringify } from "yaml";
-import type { ControlPlane } from "../../src/devcluster/control-plane.ts";
-import { writeKubeconfig } from "../../src/devcluster/kubeconfig.ts";
-import { freePort } from "../../src/devcluster/ports.ts";
-import { type ManagedProcess, startProcess } from "../../src/devcluster/process.ts";
-import type { DruidPeer } from "./druid-peer.ts";
+import type { ControlPlane } from "../control-plane.ts";
+import { writeKubeconfig } from "../kubeconfig.ts";
+import { freePort } from "../ports.ts";
+import { type ManagedProcess, startProcess } from "../process.ts";
+import type { DruidPeer } from "./peer.ts";
 
 export const druidNamespace = "druid-system";
 export const druidServiceAccount = "etcd-druid";
@@ -110,6 +110,11 @@ export interface DruidSettings {
   /** Where HTTP_PROXY points: the stand-in sidecar (`127.0.0.1:<port>`). */
   readonly sidecarProxy?: string;
   readonly logLevel?: "info" | "debug";
+  /**
+   * An image vector override (druid reads the file IMAGEVECTOR_OVERWRITE names, merged by image name
+   * over its built-in internal/images/images.yaml): where the StatefulSets' images come from.
+   */
+  readonly imageVectorFile?: string;
   readonly onLine?: (line: string) => void;
 }
 
@@ -213,6 +218,7 @@ export const startDruid = async (
       KUBECONFIG: kubeconfig,
       NO_PROXY: "127.0.0.1,localhost",
       ...proxy,
+      ...(settings.imageVectorFile === undefined ? {} : { IMAGEVECTOR_OVERWRITE: settings.imageVectorFile }),
     },
     scratchDir: plane.dir,
     tailLines: 200,

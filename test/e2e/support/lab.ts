@@ -4,18 +4,18 @@
  */
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll } from "vitest";
-import { EtcdName, type Lab, type StartingLab, startLab } from "./start-lab.ts";
+import { EtcdName, type Lab, type LabOptions, type StartingLab, startLab } from "./start-lab.ts";
 
 export { EtcdName, type Lab } from "./start-lab.ts";
 
 const tasks = { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcdopstasks" };
 
 /** Starts the lab in beforeAll and stops it in afterAll; returns an accessor. */
-export const useLab = (): (() => Lab) => {
+export const useLab = (options: LabOptions = {}): (() => Lab) => {
   let lab: Lab | undefined;
   let starting: StartingLab | undefined;
   beforeAll(async () => {
-    starting = startLab();
+    starting = startLab(options);
     lab = await starting.ready;
     process.stderr.write(`lab up (ms): ${JSON.stringify(lab.timings)}\n`);
   }, 30 * 60_000);

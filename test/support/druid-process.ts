@@ -1,0 +1,2 @@
+// Moved to src/devcluster/druid/process.ts (the lab runs druid too); kept for the tests and bench that import it here.
+export * from "../../src/devcluster/druid/process.ts";
