@@ -13,6 +13,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type BackupRestore, startBackupRestore } from "../devcluster/backup-restore.ts";
 import { runDevCluster } from "../devcluster/dev.ts";
+import { findDruid } from "../devcluster/druid/peer.ts";
 import { ControllerNamespace } from "../devcluster/lab/controller.ts";
 import { EtcdName, startLab } from "../devcluster/lab/start-lab.ts";
 import { createReadyEtcd } from "../devcluster/ready-etcd.ts";
@@ -103,6 +104,8 @@ const runLocal = async (options: ControllerOptions): Promise<void> => {
  * `--cluster`: the lab (src/devcluster/lab/start-lab.ts) — a real node with the lab images, opstask
  * deployed from deploy/ (its image built here, 2 replicas, leader election) and a 3-member etcd with
  * its Etcd — in the foreground until SIGINT/SIGTERM, which stop all of it. 1 when the lab did not start.
+ * With OPSTASK_DRUID_SOURCE or OPSTASK_DRUID_BINARY set, the real etcd-druid deploys that etcd from the
+ * Etcd instead of the lab's own fixture (src/devcluster/lab/druid-etcd.ts); which one did is printed.
  */
 const runLocalCluster = async (): Promise<number> => {
   const home = join(process.env.OPSTASK_CACHE ?? join(homedir(), ".cache", "opstask"), "dev");
@@ -114,8 +117,24 @@ const runLocalCluster = async (): Promise<number> => {
   });
   process.once("SIGINT", release);
   process.once("SIGTERM", release);
+  let druid: Awaited<ReturnType<typeof findDruid>>;
+  try {
+    druid = await findDruid((line) => say(line));
+  } catch (error) {
+    say(`etcd-druid as given does not work: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+  say(
+    druid.found
+      ? `etcd fixture: etcd-druid ${druid.peer.revision.slice(0, 12)} (${druid.peer.binary}) deploys the etcd cluster from its Etcd`
+      : `etcd fixture: the lab's own (${druid.reason})`,
+  );
   say("building the images and starting the lab (first run: minutes; Ctrl-C stops)");
-  const lab = startLab({ kubeconfigPath: join(home, "kubeconfig"), log: (line) => say(line) });
+  const lab = startLab({
+    kubeconfigPath: join(home, "kubeconfig"),
+    log: (line) => say(line),
+    ...(druid.found ? { druid: druid.peer } : {}),
+  });
   let code = 0;
   try {
     const ready = await Promise.race([lab.ready, stopped.then(() => undefined)]);
@@ -123,7 +142,7 @@ const runLocalCluster = async (): Promise<number> => {
       const namespace = ready.etcd.spec.namespace;
       const opstask = join(repoRoot, "opstask");
       say(
-        `ready in ${Date.now() - started} ms ${JSON.stringify(ready.timings)}: node ${ready.cluster.nodeName} (netns ${ready.cluster.netns}), Etcd ${EtcdName} in ${namespace} (${ready.etcd.spec.replicas} members, snapshots in ${ready.etcd.snapshotDir}), opstask in ${ControllerNamespace} (leader ${ready.leaderPod}). In another shell:`,
+        `ready in ${Date.now() - started} ms ${JSON.stringify(ready.timings)}: node ${ready.cluster.nodeName} (netns ${ready.cluster.netns}), Etcd ${EtcdName} in ${namespace} (${ready.etcd.spec.replicas} members deployed by ${ready.etcdFixture === "etcd-druid" ? "etcd-druid" : "the lab's own fixture"}, snapshots in ${ready.etcd.snapshotDir}), opstask in ${ControllerNamespace} (leader ${ready.leaderPod}). In another shell:`,
       );
       process.stderr.write(
         [
@@ -162,7 +181,9 @@ const devHelp = (): string =>
     "  --cluster    the lab instead: the control plane plus one real node (kubelet, containerd,",
     "               kube-proxy, CoreDNS; root and scripts/system-deps node needed), opstask",
     "               deployed from deploy/ (its image built here, 2 replicas, leader election) and",
-    "               a 3-member etcd with backup-restore sidecars and its Etcd `etcd-main`",
+    "               a 3-member etcd with backup-restore sidecars and its Etcd `etcd-main`;",
+    "               with OPSTASK_DRUID_SOURCE (druid's source tarball or checkout) or",
+    "               OPSTASK_DRUID_BINARY set, the real etcd-druid deploys that etcd from the Etcd",
     "",
     "Options are the controller's:",
     "",
