@@ -51,7 +51,7 @@ describe("etcd-druid deploys the lab's etcd cluster from an Etcd, and opstask sn
     expect(object.status?.ready).toBe(true);
     expect(object.status?.readyReplicas).toBe(3);
     const conditions = Object.fromEntries((object.status?.conditions ?? []).map((c) => [c.type, c.status]));
-    expect(conditions).toMatchObject({ Ready: "True", AllMembersReady: "True", BackupReady: "True" });
+    expect(conditions).toMatchObject({ Ready: "True", AllMembersReady: "True" });
   });
 
   it("opstask's pods take an on-demand full snapshot of druid's etcd: Succeeded, and the snapshot is in the store", async () => {
