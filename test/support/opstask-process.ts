@@ -85,6 +85,8 @@ export interface OpstaskSettings {
   readonly nodeOptions?: string;
   /** Another bundled CLI than this checkout's (an A/B with an older commit's bundle). */
   readonly cli?: string;
+  /** Environment on top of the Deployment's (experiments, e.g. OPSTASK_V8_FLAGS). */
+  readonly env?: Readonly<Record<string, string>>;
   readonly logLevel?: "info" | "debug";
   readonly onLine?: (line: string) => void;
 }
@@ -147,6 +149,7 @@ export const startOpstask = async (
       HOME: process.env.HOME ?? "/tmp",
       ...deployedEnv(),
       ...(settings.nodeOptions === undefined ? {} : { NODE_OPTIONS: settings.nodeOptions }),
+      ...settings.env,
     },
     cwd: plane.dir,
     scratchDir: plane.dir,
