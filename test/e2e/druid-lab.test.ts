@@ -10,6 +10,8 @@
 import { AppsV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { findDruid } from "../../src/devcluster/druid/peer.ts";
+import { Finalizer } from "../../src/etcd/api/etcdopstask.ts";
+import { waitFor } from "../support/wait.ts";
 import { EtcdName, runTask, useLab } from "./support/lab.ts";
 import { snapshotNames } from "./support/object-store.ts";
 
@@ -66,4 +68,30 @@ describe("etcd-druid deploys the lab's etcd cluster from an Etcd, and opstask sn
     const added = (await snapshotNames(lab())).filter((file) => !before.includes(file));
     expect(added.filter((file) => file.startsWith("Full-"))).toHaveLength(1);
   }, 240_000);
+
+  it("druid's EtcdOpsTask controller saw the task, and the coexistence policy refused its writes: only opstask wrote it", async () => {
+    const { kubeConfig, etcd, druid } = lab();
+    if (druid === undefined) throw new Error("the lab ran without etcd-druid");
+    // The lab's only task. druid's first write on it (its finalizer) is refused by the policy, whose
+    // message druid logs; it retries with its backoff, capped at its requeue interval (15 s).
+    await waitFor(
+      "druid's refused write on the task in its log",
+      async () =>
+        druid.lines().some((line) => line.includes("EtcdOpsTasks are run by opstask in this cluster"))
+          ? true
+          : undefined,
+      60_000,
+      500,
+    );
+    const task = (await kubeConfig.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+      group: "druid.gardener.cloud",
+      version: "v1alpha1",
+      plural: "etcdopstasks",
+      namespace: etcd.spec.namespace,
+      name: "full",
+    })) as { metadata?: { finalizers?: string[]; managedFields?: Array<{ manager?: string }> } };
+    expect(task.metadata?.finalizers ?? []).toEqual([Finalizer]);
+    expect((task.metadata?.managedFields ?? []).map((field) => field.manager)).not.toContain("etcd-druid");
+    expect(druid.process.exited()).toBeUndefined();
+  }, 90_000);
 });
