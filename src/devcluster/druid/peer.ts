@@ -1,6 +1,7 @@
 /**
  * Where the real etcd-druid comes from, for the benchmark, the coexistence test and the defect script
- * that compare opstask with it. druid is an external reference, never a dependency: everything here
+ * that compare opstask with it, and for the lab, where it deploys the etcd cluster
+ * (src/devcluster/lab/druid-etcd.ts). druid is an external reference, never a dependency: everything here
  * answers "absent" (with one plain sentence) when it is not given.
  *
  *   OPSTASK_DRUID_BINARY   a built etcd-druid binary (its chart is then looked for at ../charts, or
