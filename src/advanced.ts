@@ -4,8 +4,8 @@
  * - the controller and the Kubernetes interpreter: `runController`, `kubernetesLayer`, `TaskWriter`,
  *   `EventRecorder`, metrics and observers;
  * - one reconcile pass as a value (`start`/`answer`/`drive`: requests and answers), the per-key
- *   scheduler (`TaskScheduler`), the effect union, the pure lifecycle machine and its configuration
- *   (`lifecycleConfig`, `druidTiming`: etcd-druid's timing, the default).
+ *   core (`TaskCore`: `step(input) → commands`), the effect union, the pure lifecycle machine and
+ *   its configuration (`lifecycleConfig`, `druidTiming`: etcd-druid's timing, the default).
  * What an operator writes with is in `opstask`; nothing here is needed to define, run or test a kind.
  * These names may change between 0.x minor versions more freely than the root entry's.
  */
@@ -115,6 +115,16 @@ export type {
   TaskObservation,
   Vocabulary,
 } from "./machine/types.ts";
+export {
+  type CoreCommand,
+  type CoreInput,
+  type CoreOptions,
+  type Jitter,
+  type PassView,
+  TaskCore,
+  type TaskObject,
+  type TriggerReason,
+} from "./reconcile/core.ts";
 export { druidTiming, lifecycleConfig } from "./reconcile/defaults.ts";
 export {
   defaultHandlerDefectLimit,
@@ -139,16 +149,6 @@ export {
   type TaskSnapshot,
   type TransitionRecord,
 } from "./reconcile/pass.ts";
-export type { Jitter } from "./reconcile/pass-timers.ts";
-export {
-  type Kept,
-  type PassHold,
-  type PassStart,
-  type SchedulerOptions,
-  type TaskChange,
-  TaskScheduler,
-  type Wake,
-} from "./reconcile/scheduler.ts";
 export {
   type CachedMetadata,
   type Decoded,
@@ -160,7 +160,6 @@ export {
   type TaskMeta,
   type UndecodedFacts,
 } from "./reconcile/task-kind.ts";
-export type { TriggerReason } from "./reconcile/trigger-reason.ts";
 export { cacheObject } from "./runtime/cache-object.ts";
 export {
   type ControllerHandle,

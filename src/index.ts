@@ -11,7 +11,7 @@
  * - `opstask/cli`: kubectl-style commands for the kind;
  * - `opstask/advanced`: the parts underneath, as kube-rs's `applier` is under `Controller`:
  *   `runController` and the Kubernetes interpreter, one reconcile pass as a value, the per-key
- *   scheduler, the effects, the lifecycle machine, metrics.
+ *   core, the effects, the lifecycle machine, metrics.
  */
 
 // ---- define a kind -------------------------------------------------------------------------------

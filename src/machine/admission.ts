@@ -9,7 +9,7 @@
  * A peer being deleted still counts while it is InProgress (its execution or cleanup may be running),
  * but not before it started (it will never run), nor once this controller released it (its cleanup is
  * done): a foreign finalizer could keep such an object for ever. (A handler call the deletion left
- * running still holds the group: the scheduler keeps it locked until the call ends.)
+ * running still holds the group: the per-key core keeps it locked until the call ends.)
  */
 import { isTerminal } from "../api/status.ts";
 import type { PeerTask, TaskObservation } from "./types.ts";

@@ -1,5 +1,5 @@
 /**
- * One due time per key, and the keys whose time has come: the store of the scheduler's timed passes
+ * One due time per key, and the keys whose time has come: the store of the core's timed passes
  * (requeue, backoff, TTL). Setting a key's time replaces the one it had, sooner or later: the last
  * decision wins.
  *
@@ -21,7 +21,7 @@ interface Entry<V> extends DueEntry<V> {
 }
 
 /**
- * `V`: what the caller keeps beside each due time (the scheduler: why it was set). Kept in the heap's
+ * `V`: what the caller keeps beside each due time (the core: why it was set). Kept in the heap's
  * entry, which the map also points to, so a key costs one map entry and one object, and an entry is
  * live exactly when the map still points to it.
  */

@@ -6,7 +6,7 @@
  * released with a warning), so a handler that throws on every call cannot retry for ever.
  *
  * The rule is the pass's (reconcile/pass.ts answers `Threw` with `defectOutcome`); every driver only
- * reports what was thrown. The count lives in the scheduler beside the phase's attempts, so a restart
+ * reports what was thrown. The count lives in the core beside the phase's attempts, so a restart
  * starts it again (as it starts the backoff again).
  */
 import * as Cause from "effect/Cause";
@@ -73,7 +73,7 @@ export const defectOf = (thrown: unknown): HandlerDefect => {
 /** The defect an Effect handler died (or failed untyped, or was interrupted) with. */
 export const defectOfCause = (cause: Cause.Cause<unknown>): HandlerDefect => defectOf(Cause.squash(cause));
 
-/** Defects of `phase` before this pass's call (the scheduler's count, handed in with the pass's input). */
+/** Defects of `phase` before this pass's call (the core's count, handed in with the pass's input). */
 export const defectsBefore = (input: PassInput, phase: Phase): number =>
   input.handlerDefects?.phase === phase ? input.handlerDefects.count : 0;
 

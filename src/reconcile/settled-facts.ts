@@ -12,13 +12,13 @@
  * terminal task blocks no admission (machine/admission.ts), so leaving its admission group unread
  * changes no other task's pass.
  *
- * Only for a task the scheduler does not know yet (the core asks its scheduler's `groups`): a known task may
+ * Only for a task the core does not know yet (in no admission group): a known task may
  * be leaving a group whose waiting tasks must then be woken, which takes its decoded group.
  */
 import { isTerminal, type TaskState } from "../api/status.ts";
 import type { TaskFacts, TaskKind } from "./task-kind.ts";
 
-/** Facts for the scheduler of a terminal, not deleting task; undefined when it needs a full decode. */
+/** Facts for the core of a terminal, not deleting task; undefined when it needs a full decode. */
 export const settledFacts = <Task>(kind: TaskKind<Task>, object: unknown): TaskFacts | undefined => {
   // Most changes are of unfinished tasks: a look at the raw state spares them the read below.
   if (!looksFinished(object)) return undefined;

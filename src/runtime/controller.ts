@@ -133,7 +133,7 @@ export const runController = <Task, R>(
     });
 
     /** Steps the core with `input` and performs its commands (each answer is fed back the same way). */
-    const feed = (input: CoreInput): Effect.Effect<void, never, Needs<R>> =>
+    const feed = (input: CoreInput<Task>): Effect.Effect<void, never, Needs<R>> =>
       Effect.forEach(core.step(input), perform, { discard: true });
 
     const perform = (command: CoreCommand<Task>): Effect.Effect<void, never, Needs<R>> => {
@@ -176,7 +176,7 @@ export const runController = <Task, R>(
             callHandler(command).pipe(
               Effect.flatMap((reply) =>
                 Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                  feed({ _tag: "Returned", callId: command.callId, reply, now }),
+                  feed({ _tag: "Returned", pass: command.pass, callId: command.callId, reply, now }),
                 ),
               ),
             ),
@@ -201,7 +201,7 @@ export const runController = <Task, R>(
           );
         // The pass holds the task as the cache would, never the whole answer (a large task's megabytes).
         const written = performed.written === undefined ? {} : { written: keep(performed.written) };
-        yield* feed({ _tag: "Answered", pass: pass.id, answer: performed.answer, now, ...written });
+        yield* feed({ _tag: "Answered", pass, answer: performed.answer, now, ...written });
       });
 
     /** Runs a handler phase; a defect (a throw, a die) comes back as the value it is, never as a crash. */
@@ -296,7 +296,7 @@ export const runController = <Task, R>(
     const queue = yield* makeWorkQueue({
       concurrency: options.concurrency,
       process: reconcile,
-      due: core.due,
+      due: core,
     });
     add = (key) => queue.add(key);
     dueChanged = queue.dueChanged;

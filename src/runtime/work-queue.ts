@@ -4,7 +4,7 @@
  * - `add(key)`: a key already waiting is not queued twice (dedupe); a key being processed is not
  *   processed again at the same time: it is marked and runs once more after the current run ends;
  * - timed adds: the queue keeps no due times of its own. It sleeps until the earliest time of its
- *   `due` source (the scheduler, src/reconcile/pass-timers.ts, which decides every due time and keeps
+ *   `due` source (the per-key core, src/reconcile/core.ts, which decides every due time and keeps
  *   one per key) and adds the keys due then; `dueChanged` tells it the source may have an earlier time;
  * - `concurrency` workers call `process(key)`; a failure or defect is logged and counted, never stops a
  *   worker (retry policy is the controller's business, not the queue's);
@@ -36,7 +36,7 @@ export interface WorkQueueOptions<E, R> {
   readonly due?: DueSource;
 }
 
-/** Due times kept elsewhere (the scheduler): the queue only sleeps until them and runs their keys. */
+/** Due times kept elsewhere (the per-key core): the queue only sleeps until them and runs their keys. */
 export interface DueSource {
   /** The earliest due time (ms, Effect's Clock), if any. */
   readonly nextDue: () => number | undefined;

@@ -16,7 +16,7 @@ import { isTerminal } from "../../api/status.ts";
 import type { TaskEffect } from "../../effects/task-effect.ts";
 import { compareResourceVersions } from "../../kube/object.ts";
 import type { LifecycleConfig, Phase, PhaseOutcome } from "../../machine/types.ts";
-import { type CoreCommand, type CoreInput, TaskCore } from "../../reconcile/core.ts";
+import { type CoreCommand, type CoreInput, type PassView, TaskCore } from "../../reconcile/core.ts";
 import { defectOf, type HandlerDefect, type HandlerReply } from "../../reconcile/handler-defect.ts";
 import { Answer } from "../../reconcile/pass.ts";
 import { readFacts, type TaskFacts, type TaskKind } from "../../reconcile/task-kind.ts";
@@ -54,7 +54,7 @@ export interface SimulatedControllerOptions<Task> {
 
 /** What the driver knows about a handler call besides its task: what a handler context is built from. */
 export interface CallInfo {
-  /** 1 for the first call of this phase (the scheduler's count). */
+  /** 1 for the first call of this phase (the core's count). */
   readonly attempt: number;
   readonly reconcileID: string;
   /** Aborts when the call is abandoned: its task deleted while it ran, or the controller crashed. */
@@ -62,9 +62,9 @@ export interface CallInfo {
 }
 
 /** A handler call of this controller's life, by the core's call id. */
-interface Call {
+interface Call<Task> {
   readonly record: HandlerCall;
-  readonly key: string;
+  readonly pass: PassView<Task>;
   /** Set while the call hangs (a test resolves it). */
   abort: AbortController | undefined;
 }
@@ -94,11 +94,11 @@ export class SimulatedController<Task> {
   /** Watch events not yet delivered to the core. */
   readonly #pending: WatchEvent[] = [];
   /** Handler calls since the last crash, by the core's call id. */
-  readonly #calls = new Map<number, Call>();
+  readonly #calls = new Map<number, Call<Task>>();
   /** Each pass in progress, as it will be recorded, by pass id. */
   readonly #running = new Map<number, Omit<PassRecord, "effects"> & { effects: TaskEffect["_tag"][] }>();
   /** The input the core is stepping (what its decodes are for). */
-  #stepping: CoreInput | undefined;
+  #stepping: CoreInput<Task> | undefined;
   /** The resourceVersion each key's last normally ended pass left behind, and when that pass ended. */
   readonly #settled = new Map<string, { readonly resourceVersion: string; readonly at: number }>();
   #crashCountdown: number | undefined;
@@ -153,9 +153,9 @@ export class SimulatedController<Task> {
     // Work that is ready now runs now, before time moves.
     this.runUntilIdle();
     const target = clock.now() + ms;
-    for (let at = this.#core.due.nextDue(); at !== undefined && at <= target; at = this.#core.due.nextDue()) {
+    for (let at = this.#core.nextDue(); at !== undefined && at <= target; at = this.#core.nextDue()) {
       clock.set(Math.max(at, clock.now()));
-      for (const key of this.#core.due.takeDue(clock.now())) this.#enqueue(key);
+      for (const key of this.#core.takeDue(clock.now())) this.#enqueue(key);
       this.runUntilIdle();
     }
     clock.set(target);
@@ -164,7 +164,7 @@ export class SimulatedController<Task> {
 
   /** The earliest due time of any task, if any. */
   nextTimer(): number | undefined {
-    return this.#core.due.nextDue();
+    return this.#core.nextDue();
   }
 
   /** Crash after `effects` more effects have been performed (0: before the next one). */
@@ -234,7 +234,7 @@ export class SimulatedController<Task> {
   /** A hanging handler call of `name` returns (its current pass's call first, else its oldest orphaned one). */
   resolve(namespace: string, name: string, outcome: PhaseOutcome): boolean {
     const key = `${namespace}/${name}`;
-    const calls = this.#hangingCalls().filter((call) => call.key === key);
+    const calls = this.#hangingCalls().filter((call) => call.pass.key === key);
     const call = calls.find((c) => c.record.dropped !== "cancelled") ?? calls[0];
     return call === undefined ? false : this.resolveCall(call.record.id, outcome);
   }
@@ -249,7 +249,7 @@ export class SimulatedController<Task> {
     call.record.endedAfterCalls = this.calls.length;
     // The watch has caught up by the time a call returns.
     this.#deliver();
-    this.#feed({ _tag: "Returned", callId, reply, now: this.#options.clock.now() });
+    this.#feed({ _tag: "Returned", pass: call.pass, callId, reply, now: this.#options.clock.now() });
     this.runUntilIdle();
     return true;
   }
@@ -339,7 +339,7 @@ export class SimulatedController<Task> {
     if (!this.#ready.includes(key)) this.#ready.push(key);
   }
 
-  #hangingCalls(): Call[] {
+  #hangingCalls(): Call<Task>[] {
     return [...this.#calls.values()]
       .filter((call) => call.abort !== undefined)
       .sort((a, b) => a.record.id - b.record.id);
@@ -348,7 +348,7 @@ export class SimulatedController<Task> {
   // ---- performing the core's commands ------------------------------------------------------------
 
   /** Steps the core with `input` and performs its commands, feeding answers back, until none is left. */
-  #feed(input: CoreInput): void {
+  #feed(input: CoreInput<Task>): void {
     const epoch = this.epoch;
     const queue = this.#step(input);
     for (let command = queue.shift(); command !== undefined; command = queue.shift()) {
@@ -359,14 +359,14 @@ export class SimulatedController<Task> {
     }
   }
 
-  #step(input: CoreInput): CoreCommand<Task>[] {
+  #step(input: CoreInput<Task>): CoreCommand<Task>[] {
     this.#stepping = input;
     const commands = this.#core.step(input);
     this.#stepping = undefined;
     return commands;
   }
 
-  #perform(command: CoreCommand<Task>): CoreInput | undefined {
+  #perform(command: CoreCommand<Task>): CoreInput<Task> | undefined {
     const { clock } = this.#options;
     switch (command._tag) {
       case "Wake":
@@ -465,7 +465,7 @@ export class SimulatedController<Task> {
   }
 
   /** Performs a write, an Event or a handler call; answers what the core is to hear (nothing: a hang). */
-  #request(command: Extract<CoreCommand<Task>, { _tag: "Perform" | "Call" }>): CoreInput | undefined {
+  #request(command: Extract<CoreCommand<Task>, { _tag: "Perform" | "Call" }>): CoreInput<Task> | undefined {
     const { clock } = this.#options;
     const { pass } = command;
     const now = clock.now();
@@ -485,7 +485,7 @@ export class SimulatedController<Task> {
         note: request.note,
         at: now,
       });
-      return { _tag: "Answered", pass: pass.id, answer: Answer.Done({ now }), now };
+      return { _tag: "Answered", pass, answer: Answer.Done({ now }), now };
     }
     const [namespace, name] = splitKey(pass.key);
     const target = { uid: pass.uid, namespace, name, object: command.object as JsonObject };
@@ -499,7 +499,7 @@ export class SimulatedController<Task> {
     }
     return {
       _tag: "Answered",
-      pass: pass.id,
+      pass,
       answer,
       now: clock.now(),
       ...(written.kind === "ok" && written.object !== undefined ? { written: written.object } : {}),
@@ -507,7 +507,7 @@ export class SimulatedController<Task> {
   }
 
   /** Calls the handler's scripted behaviour; a hanging call is answered later, by `resolveCall`. */
-  #call(command: Extract<CoreCommand<Task>, { _tag: "Call" }>): CoreInput | undefined {
+  #call(command: Extract<CoreCommand<Task>, { _tag: "Call" }>): CoreInput<Task> | undefined {
     const { clock, config, server } = this.#options;
     const { pass, phase, attempt, callId } = command;
     const [namespace, name] = splitKey(pass.key);
@@ -527,7 +527,7 @@ export class SimulatedController<Task> {
     };
     this.calls.push(record);
     const abort = new AbortController();
-    const call: Call = { record, key: pass.key, abort: undefined };
+    const call: Call<Task> = { record, pass, abort: undefined };
     this.#calls.set(callId, call);
     const behaviour: Behaviour =
       pass.facts.invalid !== undefined
@@ -549,6 +549,6 @@ export class SimulatedController<Task> {
           : defectOf(behaviour.message);
     record.endedAt = clock.now();
     record.endedAfterCalls = this.calls.length;
-    return { _tag: "Returned", callId, reply, now: clock.now() };
+    return { _tag: "Returned", pass, callId, reply, now: clock.now() };
   }
 }

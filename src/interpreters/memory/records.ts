@@ -4,9 +4,9 @@
  */
 import type { PassEnd, TaskEffect } from "../../effects/task-effect.ts";
 import type { Phase, PhaseOutcome } from "../../machine/types.ts";
+import type { TriggerReason } from "../../reconcile/core.ts";
 import type { HandlerDefect } from "../../reconcile/handler-defect.ts";
 import type { TransitionRecord } from "../../reconcile/pass.ts";
-import type { TriggerReason } from "../../reconcile/trigger-reason.ts";
 
 /** What a scripted handler does when called. */
 export type Behaviour =
