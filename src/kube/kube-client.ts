@@ -1,6 +1,7 @@
 /**
  * The controller's HTTP client for the kube-apiserver: JSON requests and watch streams over `node:https`
- * with one keep-alive connection pool per TLS identity.
+ * with keep-alive connection pools per TLS identity (requests share a few connections; each watch has
+ * its own).
  *
  * Hand-written rather than client-node's (docs/design-notes.md §15). What client-node knows beyond
  * verbs, paths, TLS and a bearer token (exec and auth-provider credentials, merged kubeconfigs) stays
@@ -42,6 +43,15 @@ export const controllerFieldManager = "opstask";
 export const cliFieldManager = "opstask-cli";
 
 const writes: ReadonlySet<ApiRequest["method"]> = new Set(["POST", "PATCH", "PUT"]);
+
+/**
+ * Connections to the apiserver that requests (not watches) share; a request beyond them waits for a
+ * free one. Uncapped, Node's agent opens one per request in flight and keeps it: a burst left ~20 TLS
+ * connections, each ~170 KB of malloc'd memory that stays resident after it closes (bench/PROFILE.md).
+ * Enough for the passes, the Event senders and the history writer at once; client-go multiplexes
+ * everything over one HTTP/2 connection.
+ */
+export const maxRequestConnections = 8;
 
 export interface ApiRequest {
   readonly method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE";
@@ -206,34 +216,40 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
   const prefix = base.pathname.replace(/\/$/, "");
   const fieldManager = source.fieldManager ?? controllerFieldManager;
   // One pool per TLS identity: a rotated client certificate gets fresh connections, the old pool drains.
-  const agents = new Map<string, Http.Agent>();
-  const agentFor = (credentials: Credentials): Http.Agent => {
+  // Requests share at most `maxRequestConnections` connections (more wait for a free one); each watch
+  // holds one of its own pool for its lifetime, so watches never wait behind requests nor starve them.
+  let pools:
+    | { readonly key: string; readonly requests: Http.Agent; readonly watches: Http.Agent }
+    | undefined;
+  const agentFor = (credentials: Credentials, purpose: "request" | "watch"): Http.Agent => {
     const key = credentialKey(source.server, credentials);
-    let agent = agents.get(key);
-    if (agent === undefined) {
-      for (const old of agents.values()) old.destroy();
-      agents.clear();
-      agent = secure
-        ? new https.Agent({
-            keepAlive: true,
-            ...(credentials.ca === undefined ? {} : { ca: credentials.ca }),
-            ...(credentials.cert === undefined ? {} : { cert: credentials.cert }),
-            ...(credentials.key === undefined ? {} : { key: credentials.key }),
-            ...(credentials.rejectUnauthorized === undefined
-              ? {}
-              : { rejectUnauthorized: credentials.rejectUnauthorized }),
-            ...(credentials.servername === undefined ? {} : { servername: credentials.servername }),
-          })
-        : new http.Agent({ keepAlive: true });
-      agents.set(key, agent);
+    if (pools?.key !== key) {
+      pools?.requests.destroy();
+      pools?.watches.destroy();
+      const make = (maxSockets: number): Http.Agent =>
+        secure
+          ? new https.Agent({
+              keepAlive: true,
+              maxSockets,
+              ...(credentials.ca === undefined ? {} : { ca: credentials.ca }),
+              ...(credentials.cert === undefined ? {} : { cert: credentials.cert }),
+              ...(credentials.key === undefined ? {} : { key: credentials.key }),
+              ...(credentials.rejectUnauthorized === undefined
+                ? {}
+                : { rejectUnauthorized: credentials.rejectUnauthorized }),
+              ...(credentials.servername === undefined ? {} : { servername: credentials.servername }),
+            })
+          : new http.Agent({ keepAlive: true, maxSockets });
+      pools = { key, requests: make(maxRequestConnections), watches: make(Number.POSITIVE_INFINITY) };
     }
-    return agent;
+    return purpose === "watch" ? pools.watches : pools.requests;
   };
 
   /** Sends a request; resolves with the response once its headers arrived. */
   const send = async (
     request: ApiRequest,
     signal: AbortSignal | undefined,
+    purpose: "request" | "watch" = "request",
   ): Promise<Http.IncomingMessage> => {
     const credentials = await source.credentials();
     signal?.throwIfAborted();
@@ -263,7 +279,7 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
         const outgoing = transport.request(url, {
           method: request.method,
           headers,
-          agent: agentFor(credentials),
+          agent: agentFor(credentials, purpose),
           ...(signal === undefined ? {} : { signal }),
         });
         outgoing.once("response", (response) => {
@@ -319,6 +335,7 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
       const response = await send(
         { method: "GET", path, query: { ...query, watch: true } },
         controller.signal,
+        "watch",
       );
       const status = response.statusCode ?? 0;
       if (status !== 200) throw await failure(response);
@@ -375,8 +392,9 @@ export const makeKubeClient = (source: KubeClientSource): KubeClient => {
       return handle;
     },
     close: () => {
-      for (const agent of agents.values()) agent.destroy();
-      agents.clear();
+      pools?.requests.destroy();
+      pools?.watches.destroy();
+      pools = undefined;
     },
   };
 };

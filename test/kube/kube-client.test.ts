@@ -2,7 +2,13 @@ import { createServer, get, type IncomingMessage, type Server, type ServerRespon
 import { createServer as createNetServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { toKubeError } from "../../src/kube/errors.ts";
-import { ApiCallError, type KubeClient, makeKubeClient, readText } from "../../src/kube/kube-client.ts";
+import {
+  ApiCallError,
+  type KubeClient,
+  makeKubeClient,
+  maxRequestConnections,
+  readText,
+} from "../../src/kube/kube-client.ts";
 
 interface Seen {
   readonly method: string;
@@ -327,5 +333,43 @@ describe("KubeClient on a kept-alive connection the server has closed", () => {
       kept.close();
       await new Promise((resolve) => raw.close(resolve));
     }
+  });
+});
+
+describe("KubeClient's connections", () => {
+  it("shares at most maxRequestConnections among requests, and gives each watch its own", async () => {
+    const watches: ServerResponse[] = [];
+    const { client } = await serve((request, response) => {
+      if (request.url.includes("watch=true")) {
+        // A watch stays open until the test ends.
+        response.writeHead(200, { "Content-Type": "application/json" });
+        response.write("\n");
+        watches.push(response);
+        return;
+      }
+      setTimeout(() => json(response, 200, { url: request.url }), 20);
+    });
+    const sockets = new Set<unknown>();
+    server?.on("connection", (socket) => sockets.add(socket));
+    const burst = 3 * maxRequestConnections;
+    const answers = await Promise.all(
+      Array.from({ length: burst }, (_, i) => client.request({ method: "GET", path: `/api/v1/things/${i}` })),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual(Array.from({ length: burst }, () => 200));
+    expect(sockets.size).toBeLessThanOrEqual(maxRequestConnections);
+    // More watches than request connections: requests are still answered beside them.
+    const handles = await Promise.all(
+      Array.from({ length: maxRequestConnections + 2 }, () =>
+        client.watch(
+          "/api/v1/things",
+          {},
+          () => undefined,
+          () => undefined,
+        ),
+      ),
+    );
+    expect((await client.request({ method: "GET", path: "/api/v1/things/after" })).status).toBe(200);
+    expect(watches).toHaveLength(maxRequestConnections + 2);
+    for (const handle of handles) handle.abort();
   });
 });
