@@ -158,7 +158,7 @@ export type CoreCommand<Task> =
     }
   /** The call's task was deleted: signal the handler (the call runs on; its result will be discarded). */
   | { readonly _tag: "Abort"; readonly callId: number; readonly key: string }
-  /** Put a write's result into the driver's copy (read-your-writes). */
+  /** Put a write's result into the driver's copy (read-your-writes); the copy holds its task. */
   | { readonly _tag: "Store"; readonly object: TaskObject }
   /** The earliest due time may have changed: sleep until `due.nextDue()`. */
   | { readonly _tag: "DueChanged" }
@@ -275,6 +275,11 @@ const metaOf = (object: TaskObject): Record<string, unknown> =>
     unknown
   >;
 const versionOf = (object: TaskObject): string => String(metaOf(object).resourceVersion ?? "");
+/** A task key's namespace and name. */
+export const splitKey = (key: string): [string, string] => {
+  const at = key.indexOf("/");
+  return [key.slice(0, at), key.slice(at + 1)];
+};
 const uidOf = (object: TaskObject | undefined): string | undefined =>
   object === undefined ? undefined : String(metaOf(object).uid ?? "");
 const wake = (key: string): { readonly _tag: "Wake"; readonly key: string } => ({ _tag: "Wake", key });
@@ -337,11 +342,7 @@ export class TaskCore<Task> {
   }
 
   /** Handler calls in flight (of deleted tasks among them), and tasks remembered between passes. */
-  get counts(): {
-    readonly inFlightCalls: number;
-    readonly orphanedCalls: number;
-    readonly remembered: number;
-  } {
+  get counts(): { inFlightCalls: number; orphanedCalls: number; remembered: number } {
     let calls = 0;
     let orphanedCalls = 0;
     let remembered = 0;
@@ -395,13 +396,14 @@ export class TaskCore<Task> {
     const commands: CoreCommand<Task>[] = [dueChanged];
     const pass = this.#keys.get(key)?.pass;
     const uid = facts.metadata.uid;
-    if (type === "DELETED" || facts.metadata.deletionTimestamp !== undefined) {
-      // Its Admit or Execute call runs on, for nobody: the key is free, the group held until it returns.
-      if (pass?.call !== undefined && pass.uid === uid && pass.call.phase !== "cleanup") {
-        commands.push({ _tag: "Abort", callId: pass.call.id, key }, deletedDuringCall(key));
-        commands.push(...this.#orphan(pass));
-      }
-    }
+    const deleting = type === "DELETED" || facts.metadata.deletionTimestamp !== undefined;
+    // Its Admit or Execute call runs on, for nobody: the key is free, the group held until it returns.
+    if (deleting && pass?.call !== undefined && pass.uid === uid && pass.call.phase !== "cleanup")
+      commands.push(
+        { _tag: "Abort", callId: pass.call.id, key },
+        deletedDuringCall(key),
+        ...this.#orphan(pass),
+      );
     const woken = this.#taskChanged(type, key, facts, false, now);
     if (read !== undefined && woken.some((command) => command.key === key)) this.#decoded.set(object, read);
     return [...commands, ...woken];
@@ -538,11 +540,11 @@ export class TaskCore<Task> {
         pass.sawAll = false;
       pass.object = written;
       pass.current = factsAfterWrite(pass.current, request, metaOf(written) as { resourceVersion: string });
-      commands.push({ _tag: "Store", object: written });
+      // The result goes into the driver's copy while it holds the task (none: a deleted task's ghost).
       // Our finalizer was the last one of a deleting task: the object is gone now, even if the
-      // driver's copy has not heard of it yet. (If it has, there is no copy left to guard, and its
-      // DELETED change was heard.)
+      // driver's copy has not heard of it yet.
       if (this.#exists(pass)) {
+        commands.push({ _tag: "Store", object: written });
         const left = pass.current.metadata.finalizers?.length ?? 0;
         if (request._tag === "RemoveFinalizer" && left === 0 && pass.current.metadata.deletionTimestamp)
           this.#editMemory(pass.key, pass.uid, { released: true });
@@ -566,7 +568,7 @@ export class TaskCore<Task> {
     const outcome = defect === undefined ? (reply as PhaseOutcome) : defectOutcome(stepInput, phase, defect);
     // A deleted task's call reports its defect too (its phase is over, so it counts for nothing).
     const report = defect !== undefined && (!current || this.#countDefect(pass, phase, defect));
-    const ended: CoreCommand<Task> = {
+    const ended = {
       _tag: "CallEnded",
       pass,
       callId,
@@ -576,7 +578,7 @@ export class TaskCore<Task> {
       outcome,
       current,
       report,
-    };
+    } as const;
     if (!current) {
       const group = pass.orphaned && pass.group !== undefined ? this.#groups.get(pass.group) : undefined;
       if (group !== undefined) {
@@ -612,16 +614,8 @@ export class TaskCore<Task> {
         return this.#call(pass, request.phase);
       }
       case "End": {
-        const left = pass.sawAll ? versionOf(pass.object) : undefined;
-        this.#ended(pass, step.end, this.#exists(pass), left);
-        const ended: CoreCommand<Task> = {
-          _tag: "Ended",
-          pass,
-          step,
-          how: "ended",
-          end: step.end,
-          holds: pass.holds,
-        };
+        this.#ended(pass, step.end, this.#exists(pass), pass.sawAll ? versionOf(pass.object) : undefined);
+        const ended = { _tag: "Ended", pass, step, how: "ended", end: step.end, holds: pass.holds } as const;
         return [ended, dueChanged, ...this.#free(pass)];
       }
       case "Stopped": {
@@ -638,26 +632,18 @@ export class TaskCore<Task> {
         const memory = this.#memoryOf(pass.key, pass.uid);
         let retryInMs: number | undefined;
         if (this.#exists(pass) && !memory?.released) {
-          const { config, jitter } = this.#options;
+          const { config } = this.#options;
           const retries = memory?.retry?.retries ?? 0;
           const unwritten = step.pass.unwritten;
           this.#editMemory(pass.key, pass.uid, {
             retry: { retries: retries + 1 },
             ...(unwritten === undefined ? {} : { kept: { known: unwritten, callId: pass.holds } }),
           });
-          const backoff = Math.max(config.minRequeueMs, backoffDelayMs(config, retries));
-          retryInMs = Math.max(backoff, jitter?.(backoff) ?? backoff);
+          retryInMs = this.#stretch(Math.max(config.minRequeueMs, backoffDelayMs(config, retries)));
           this.#due.set(pass.key, pass.now + retryInMs, "backoff");
         }
         const retry = retryInMs === undefined ? {} : { retryInMs };
-        const ended: CoreCommand<Task> = {
-          _tag: "Ended",
-          pass,
-          step,
-          how: "aborted",
-          holds: pass.holds,
-          ...retry,
-        };
+        const ended = { _tag: "Ended", pass, step, how: "aborted", holds: pass.holds, ...retry } as const;
         return [ended, dueChanged, ...this.#free(pass)];
       }
     }
@@ -678,9 +664,7 @@ export class TaskCore<Task> {
     this.#editMemory(pass.key, pass.uid, { attempts });
     pass.call = { id: callId, phase, attempt: attempts.calls };
     const call: CoreCommand<Task> = { _tag: "Call", pass, callId, phase, attempt: attempts.calls };
-    if (phase === "admit") return [call];
-    const unlocked = this.#unlock(pass);
-    return [...unlocked, call];
+    return phase === "admit" ? [call] : [...this.#unlock(pass), call];
   }
 
   /** Counts a defect of the pass's call; answers whether its kind is new in its task's phase. */
@@ -711,12 +695,14 @@ export class TaskCore<Task> {
     if (!exists || memory?.released) return;
     if (end._tag !== "RequeueAfter") this.#due.delete(pass.key);
     else {
-      const delay =
-        end.reason === "backoff"
-          ? Math.max(end.delayMs, this.#options.jitter?.(end.delayMs) ?? 0)
-          : end.delayMs;
+      const delay = end.reason === "backoff" ? this.#stretch(end.delayMs) : end.delayMs;
       this.#due.set(pass.key, pass.now + delay, end.reason);
     }
+  }
+
+  /** A backoff jittered, never shortened (tasks that failed together do not retry in lockstep). */
+  #stretch(delayMs: number): number {
+    return Math.max(delayMs, this.#options.jitter?.(delayMs) ?? delayMs);
   }
 
   /** The pass is over: its key is free, and the group it holds. */
@@ -899,20 +885,14 @@ export class TaskCore<Task> {
   }
 
   #record(key: string): KeyRecord<Task> {
-    let record = this.#keys.get(key);
-    if (record === undefined) {
-      record = {};
-      this.#keys.set(key, record);
-    }
+    const record = this.#keys.get(key) ?? {};
+    this.#keys.set(key, record);
     return record;
   }
 
   #groupRecord(group: string): GroupRecord {
-    let record = this.#groups.get(group);
-    if (record === undefined) {
-      record = { members: new Set(), orphans: 0 };
-      this.#groups.set(group, record);
-    }
+    const record = this.#groups.get(group) ?? { members: new Set(), orphans: 0 };
+    this.#groups.set(group, record);
     return record;
   }
 

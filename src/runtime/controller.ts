@@ -28,7 +28,7 @@ import type { TaskWriter } from "../interpreters/kubernetes/task-writer.ts";
 import { controllerFieldManager } from "../kube/kube-client.ts";
 import { kubeClientOf } from "../kube/kube-client-node.ts";
 import type { KubeObject } from "../kube/object.ts";
-import { type CoreCommand, type CoreInput, type PassView, TaskCore } from "../reconcile/core.ts";
+import { type CoreCommand, type CoreInput, type PassView, splitKey, TaskCore } from "../reconcile/core.ts";
 import {
   defaultHandlerDefectLimit,
   defectOf,
@@ -46,11 +46,6 @@ import { taskCacheKeep } from "./task-cache.ts";
 import { makeWorkQueue } from "./work-queue.ts";
 
 export type { ControllerHandle, ControllerOptions, ControllerStats } from "./controller-options.ts";
-
-const splitKey = (key: string): [string, string] => {
-  const at = key.indexOf("/");
-  return [key.slice(0, at), key.slice(at + 1)];
-};
 
 type Needs<R> = R | TaskWriter | EventRecorder;
 

@@ -112,7 +112,9 @@ describe("the core's due times", () => {
       const observe = (commands: ReadonlyArray<Command>, present: Map<string, string | undefined>) => {
         for (const command of commands) {
           const now = h.now();
-          if (command._tag === "Started") {
+          // The task was deleted during its call: its key is free.
+          if (command._tag === "Abort") open.delete(command.key);
+          else if (command._tag === "Started") {
             due.delete(command.pass.key);
             kept.delete(command.pass.uid);
           } else if (command._tag === "Store") {
@@ -189,7 +191,6 @@ describe("the core's due times", () => {
           if (step.type === "MODIFIED" && (uid === undefined || released.has(uid))) continue;
           if (step.type === "DELETED" && uid !== undefined) {
             const commands = h.change("DELETED", object ?? {});
-            if (commands.some((command) => command._tag === "Abort")) open.delete(step.key);
             generations.set(step.key, (generations.get(step.key) ?? 0) + 1);
             retry.delete(uid);
             kept.delete(uid);

@@ -16,7 +16,7 @@ import { isTerminal } from "../../api/status.ts";
 import type { TaskEffect } from "../../effects/task-effect.ts";
 import { compareResourceVersions } from "../../kube/object.ts";
 import type { LifecycleConfig, Phase, PhaseOutcome } from "../../machine/types.ts";
-import { type CoreCommand, type CoreInput, type PassView, TaskCore } from "../../reconcile/core.ts";
+import { type CoreCommand, type CoreInput, type PassView, splitKey, TaskCore } from "../../reconcile/core.ts";
 import { defectOf, type HandlerDefect, type HandlerReply } from "../../reconcile/handler-defect.ts";
 import { Answer } from "../../reconcile/pass.ts";
 import { readFacts, type TaskFacts, type TaskKind } from "../../reconcile/task-kind.ts";
@@ -69,10 +69,6 @@ interface Call<Task> {
   abort: AbortController | undefined;
 }
 
-const splitKey = (key: string): [string, string] => {
-  const at = key.indexOf("/");
-  return [key.slice(0, at), key.slice(at + 1)];
-};
 const metadataOf = (object: JsonObject): JsonObject => (object.metadata ?? {}) as JsonObject;
 const versionOf = (object: JsonObject): string => String(metadataOf(object).resourceVersion ?? "");
 
@@ -372,13 +368,9 @@ export class SimulatedController<Task> {
       case "Wake":
         this.#enqueue(command.key);
         return undefined;
-      case "Store": {
-        const key = storedKeyOf(command.object as JsonObject);
-        const copy = this.#copy.get(key);
-        if (copy === undefined || metadataOf(copy).uid === metadataOf(command.object as JsonObject).uid)
-          this.#copy.set(key, command.object as JsonObject);
+      case "Store":
+        this.#copy.set(storedKeyOf(command.object as JsonObject), command.object as JsonObject);
         return undefined;
-      }
       case "DueChanged":
       case "Log":
         return undefined;
