@@ -266,7 +266,7 @@ const signatureOf = (facts: TaskFacts): string => {
   return text;
 };
 
-export const groupKeyOf = (facts: TaskFacts): string | undefined =>
+const groupKeyOf = (facts: TaskFacts): string | undefined =>
   facts.group === undefined ? undefined : `${facts.metadata.namespace}/${facts.group}`;
 
 const metaOf = (object: TaskObject): Record<string, unknown> =>
