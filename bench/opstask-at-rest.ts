@@ -128,11 +128,11 @@ const start = (variant: Variant, namespace: string, etcds: readonly string[]) =>
  * the same file); with `--heap-snapshots` also a V8 heap snapshot, for a variant whose NODE_OPTIONS has
  * `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=DIR` (taken after the figures of that point).
  */
-const snapshot = async (pid: number, label: string): Promise<void> => {
+const snapshot = async (variant: Variant, pid: number, label: string): Promise<void> => {
   if (params.snapshotDir === undefined) return;
   mkdirSync(params.snapshotDir, { recursive: true });
   writeFileSync(join(params.snapshotDir, `${label}.smaps`), readFileSync(`/proc/${pid}/smaps`, "utf8"));
-  if (!params.heapSnapshots) return;
+  if (!params.heapSnapshots || !(variant.nodeOptions ?? "").includes("--heapsnapshot-signal=SIGUSR2")) return;
   const before = readdirSync(params.snapshotDir).length;
   process.kill(pid, "SIGUSR2");
   await waitUntil(() => readdirSync(params.snapshotDir ?? ".").length > before, 120_000, 500);
@@ -161,7 +161,7 @@ const runVariant = async (variant: Variant): Promise<Row> => {
     await waitQuiet(audit, opstaskUser, pid);
     row["RSS started, Etcds only, MB"] = MB(procSample(pid)?.rss);
     row["CPU to start, Etcds only, s"] = (procSample(pid)?.cpuMs ?? Number.NaN) / 1000;
-    await snapshot(pid, `${variant.name}-started`);
+    await snapshot(variant, pid, `${variant.name}-started`);
     progress(`${variant.name}: ${burst.length} tasks at once`);
     const mark = audit.mark();
     const cpu0 = procSample(pid)?.cpuMs ?? Number.NaN;
@@ -207,7 +207,7 @@ const runVariant = async (variant: Variant): Promise<Row> => {
     row["CPU while idle, s per minute"] =
       (((idle?.cpuMs ?? Number.NaN) - idleCpu0) / 1000 / params.idleSeconds) * 60;
     row["RSS at the end of the idle minute, MB"] = MB(idle?.rss);
-    await snapshot(pid, `${variant.name}-idle`);
+    await snapshot(variant, pid, `${variant.name}-idle`);
   } finally {
     watch.stop();
     await controller.stop();
@@ -246,7 +246,7 @@ const runVariant = async (variant: Variant): Promise<Row> => {
       row["task writes in the takeover"] = audit
         .since(mark)
         .filter((r) => r.user === opstaskUser && isWrite(r) && r.resource.startsWith("etcdopstasks")).length;
-      await snapshot(controller.pid, `${variant.name}-takeover`);
+      await snapshot(variant, controller.pid, `${variant.name}-takeover`);
     } finally {
       await controller.stop();
     }
