@@ -33,6 +33,10 @@ import (
 	"time"
 )
 
+// pollInterval is how often the sidecar's initialization status and /config are asked again:
+// each answer is a cheap local HTTPS call, and a coarser interval only adds to every member's start.
+const pollInterval = 250 * time.Millisecond
+
 func main() {
 	// etcd-wrapper's sub-command, as druid's StatefulSet passes it.
 	if len(os.Args) > 1 && os.Args[1] == "start-etcd" {
@@ -87,7 +91,7 @@ func main() {
 		if err == nil && status == "Successful" {
 			break
 		}
-		time.Sleep(time.Second)
+		time.Sleep(pollInterval)
 	}
 	var config string
 	for {
@@ -96,7 +100,7 @@ func main() {
 			break
 		}
 		say("fetching the etcd configuration: %v", err)
-		time.Sleep(time.Second)
+		time.Sleep(pollInterval)
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {

@@ -25,6 +25,8 @@
 //   from the lab's local-volume provisioner (src/devcluster/lab/local-volumes.ts): a hostPath
 //   directory per claim, owned by the non-root user, deleted with its claim.
 // - Snapshot and member lease renewal are off (they need the sidecar to reach the kube-apiserver).
+// - The sidecar checks its member's leadership every 2s instead of druid's default 5s: the check
+//   starts the backup leader's snapshotter and promotes a learner, so the tests wait less for both.
 // - Peers talk plain HTTP (druid's `peerUrlTls` is optional); client and backup-restore traffic is TLS.
 // - The gRPC gateway is on (`spec.etcd.enableGRPCGateway: true`): the maintenance handler uses it.
 // - The store is the lab's S3-compatible object store (src/devcluster/lab/object-store.ts),
@@ -433,6 +435,7 @@ const backupRestoreContainer = (spec: EtcdClusterSpec): V1Container => ({
     "--etcd-connection-timeout=5m",
     "--use-etcd-wrapper=false",
     "--enable-member-lease-renewal=false",
+    "--reelection-period=2s",
   ],
   env: [
     podNameEnv,
