@@ -259,6 +259,23 @@ export class TaskWatch {
   restarts = 0;
   events = 0;
 
+  /** Create → Succeeded, ms ascending, of those of `names` that Succeeded; `last`: when the last did (≥ since). */
+  succeededSince(
+    names: Iterable<string>,
+    since: number,
+  ): { readonly latencies: number[]; readonly last: number } {
+    const latencies: number[] = [];
+    let last = since;
+    for (const name of names) {
+      const times = this.tasks.get(name);
+      if (times?.succeededAt === undefined || times.sentAt === undefined) continue;
+      latencies.push(times.succeededAt - times.sentAt);
+      last = Math.max(last, times.succeededAt);
+    }
+    latencies.sort((a, b) => a - b);
+    return { latencies, last };
+  }
+
   constructor(kubeConfig: KubeConfig, namespace: string) {
     this.kubeConfig = kubeConfig;
     this.namespace = namespace;

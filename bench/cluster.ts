@@ -215,14 +215,7 @@ const runAtConcurrency = async (plane: ControlPlane, c: number): Promise<void> =
     if (created.failures > 0) results.problems.push(`c=${c}: ${created.failures} create attempts failed`);
     const succeeded = (name: string) => watch.tasks.get(name)?.succeededAt !== undefined;
     const allDone = await waitUntil(() => names.every(succeeded), Math.max(120_000, params.tasks * 100), 200);
-    const latencies: number[] = [];
-    let last = t0;
-    for (const name of names) {
-      const times = watch.tasks.get(name);
-      if (times?.succeededAt === undefined || times.sentAt === undefined) continue;
-      latencies.push(times.succeededAt - times.sentAt);
-      last = Math.max(last, times.succeededAt);
-    }
+    const { latencies, last } = watch.succeededSince(names, t0);
     if (!allDone)
       results.problems.push(`c=${c}: not Succeeded in time: ${stuckSummary(watch, names, succeeded)}`);
     progress(`c=${c}: ${latencies.length}/${params.tasks} Succeeded after ${seconds(last - t0)} s; settling`);
@@ -234,7 +227,7 @@ const runAtConcurrency = async (plane: ControlPlane, c: number): Promise<void> =
       c,
       createdPerSecond: params.tasks / (createdMs / 1000),
       wallMs: last - t0,
-      latencies: sorted(latencies),
+      latencies,
       notDone: params.tasks - latencies.length,
       diff: requestDiff(before.requests, afterThroughput.sample.requests),
       cpuMs: afterThroughput.sample.cpuMs - before.cpuMs,

@@ -221,14 +221,7 @@ const runBurst = async (which: Which, round: number): Promise<void> => {
       watch,
     );
     await waitUntil(() => burst.every(succeeded), Math.max(180_000, params.tasks * 200), 100);
-    let last = t0;
-    const latencies: number[] = [];
-    for (const name of burst) {
-      const times = watch.tasks.get(name);
-      if (times?.succeededAt === undefined || times.sentAt === undefined) continue;
-      latencies.push(times.succeededAt - times.sentAt);
-      last = Math.max(last, times.succeededAt);
-    }
+    const { latencies, last } = watch.succeededSince(burst, t0);
     if (!(await waitQuiet(audit, user, controller.pid)))
       problems.push(`${which} round ${round}: not quiet after the burst`);
     const cpu1 = procSample(controller.pid)?.cpuMs ?? Number.NaN;
@@ -287,7 +280,7 @@ const runBurst = async (which: Which, round: number): Promise<void> => {
     bursts.push({
       which,
       singleMs: singleMs.sort((a, b) => a - b),
-      latencies: latencies.sort((a, b) => a - b),
+      latencies,
       wallMs: last - t0,
       notSucceeded: burst.length - latencies.length,
       cpuMsPerTask: (cpu1 - cpu0) / burst.length,

@@ -175,15 +175,7 @@ const runVariant = async (variant: Variant): Promise<Row> => {
     );
     const succeeded = (name: string) => watch.tasks.get(name)?.succeededAt !== undefined;
     await waitUntil(() => burst.every(succeeded), Math.max(180_000, params.tasks * 200), 100);
-    const latencies: number[] = [];
-    let last = t0;
-    for (const name of burst) {
-      const times = watch.tasks.get(name);
-      if (times?.succeededAt === undefined || times.sentAt === undefined) continue;
-      latencies.push(times.succeededAt - times.sentAt);
-      last = Math.max(last, times.succeededAt);
-    }
-    latencies.sort((a, b) => a - b);
+    const { latencies, last } = watch.succeededSince(burst, t0);
     await waitQuiet(audit, opstaskUser, pid);
     const cpu1 = procSample(pid)?.cpuMs ?? Number.NaN;
     const requests = audit.since(mark).filter((r) => r.user === opstaskUser);
