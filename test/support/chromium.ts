@@ -171,17 +171,30 @@ export const launchChromium = async (options: { width?: number; height?: number 
     await send("Emulation.setDeviceMetricsOverride", { width, height, deviceScaleFactor: 1, mobile: false });
     const requests: string[] = [];
     const statuses = new Map<string, number>();
+    // DevTools sends a request's ExtraInfo events in no fixed order with its other events: the status of
+    // a response the page may not read can come before the request it answers. Kept by request id until
+    // that request's URL is known.
     const urlOf = new Map<string, string>();
+    const unplaced = new Map<string, number>();
     cdp.on("Network.requestWillBeSent", (params, from) => {
       if (from !== sessionId) return;
       const request = params.request as { url: string };
+      const id = params.requestId as string;
       requests.push(request.url);
-      urlOf.set(params.requestId as string, request.url);
+      urlOf.set(id, request.url);
+      const early = unplaced.get(id);
+      if (early !== undefined) {
+        unplaced.delete(id);
+        statuses.set(request.url, early);
+      }
     });
     // A response the page may not read (CORS) shows up only here, with its status.
     cdp.on("Network.responseReceivedExtraInfo", (params, from) => {
-      const url = urlOf.get(params.requestId as string);
-      if (from === sessionId && url !== undefined) statuses.set(url, params.statusCode as number);
+      if (from !== sessionId) return;
+      const id = params.requestId as string;
+      const url = urlOf.get(id);
+      if (url === undefined) unplaced.set(id, params.statusCode as number);
+      else statuses.set(url, params.statusCode as number);
     });
     cdp.on("Network.responseReceived", (params, from) => {
       if (from !== sessionId) return;
