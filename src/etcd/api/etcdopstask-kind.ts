@@ -29,6 +29,43 @@ const decodeTtl = SchemaParser.decodeUnknownResult(
   }),
 );
 
+/** A JSON object as `JSON.parse` builds one: not null, not an array, no prototype of its own. */
+const isPlainObject = (value: unknown): value is Readonly<Record<string, unknown>> => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+};
+
+/** The bounds of `format: int32`, which `Schema.isInt32` checks. */
+const int32 = { minimum: -2_147_483_648, maximum: 2_147_483_647 } as const;
+
+/**
+ * `spec.ttlSecondsAfterFinished` of a plain object read by hand, as `decodeTtl` decodes it (absent:
+ * the CRD's default); undefined when not certainly valid, and `decodeTtl` decides. Hand-written
+ * because every settled task is read this way at a takeover and the schema decode is slow jitless;
+ * test/api/plain-read.test.ts holds it to `decodeTtl`.
+ */
+export const readTtlSecondsPlainly = (object: unknown): number | undefined => {
+  if (!isPlainObject(object)) return undefined;
+  const spec = object.spec;
+  if (!isPlainObject(spec)) return undefined;
+  const ttl = spec.ttlSecondsAfterFinished;
+  if (ttl === undefined) return "ttlSecondsAfterFinished" in spec ? undefined : TtlLimits.default;
+  return typeof ttl === "number" &&
+    Number.isInteger(ttl) &&
+    ttl >= int32.minimum &&
+    ttl <= int32.maximum &&
+    ttl >= TtlLimits.minimum
+    ? ttl
+    : undefined;
+};
+
+/** `spec.ttlSecondsAfterFinished` decoded with the schema; undefined when it does not decode. */
+export const decodeTtlSeconds = (object: unknown): number | undefined => {
+  const read = decodeTtl(object);
+  return Result.isSuccess(read) ? read.success.spec.ttlSecondsAfterFinished : undefined;
+};
+
 /** The status of an object whose spec does not decode, if the status itself does. */
 const statusOf = (object: unknown) => {
   const raw = typeof object === "object" && object !== null && "status" in object ? object.status : undefined;
@@ -62,10 +99,7 @@ export const etcdOpsTaskKind = defineTaskKind<EtcdOpsTask>({
     };
   },
   ttlSeconds: (task) => task.spec.ttlSecondsAfterFinished,
-  readTtlSeconds: (object) => {
-    const read = decodeTtl(object);
-    return Result.isSuccess(read) ? read.success.spec.ttlSecondsAfterFinished : undefined;
-  },
+  readTtlSeconds: (object) => readTtlSecondsPlainly(object) ?? decodeTtlSeconds(object),
   // Druid keys duplicates on a non-nil etcdName; "" is a group of its own (docs/contract.md §8). The
   // key is the Etcd's identity, namespace/name (the handler checks the object it reads is that one): a
   // string that is no object name ("e005/status") names no Etcd, joins no group and is Rejected.

@@ -1,0 +1,198 @@
+/**
+ * A stored task's `metadata` and `status` read by hand, for the plain shape the apiserver returns: the
+ * same value `Schema.Struct({ metadata: ObjectMeta, status: Schema.optionalKey(TaskStatusSchema) })`
+ * decodes to, or undefined, and the caller decodes with the schema. Undefined never means invalid,
+ * only "not certainly the plain shape" (a key present with `undefined`, an object with a foreign
+ * prototype, a `__proto__` label): the schema then decides.
+ *
+ * Hand-written because a settled task is read this way at every takeover, thousands at once, and the
+ * schema decode costs ~30 µs a task under `--jitless` (what the Deployment runs). The checks reuse the
+ * schemas' own literals, pattern and limits; test/api/plain-read.test.ts holds the result to the
+ * schema decode over valid and broken objects.
+ */
+import type { ObjectMeta } from "./meta.ts";
+import { Rfc3339Pattern } from "./schema-helpers.ts";
+import type { LastError, LastOperation, TaskState, TaskStatus } from "./status.ts";
+import { TaskStates } from "./status.ts";
+import { LastErrorsMaxItems, OperationStates, OperationTypes } from "./status-schema.ts";
+
+/** What the plain read gives: the decoded metadata, and the decoded status when the key is there. */
+export interface PlainMetadataAndStatus {
+  readonly metadata: ObjectMeta;
+  readonly status: TaskStatus | undefined;
+}
+
+type Fields = Readonly<Record<string, unknown>>;
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+const taskStates: ReadonlySet<unknown> = new Set(TaskStates);
+const operationTypes: ReadonlySet<unknown> = new Set(OperationTypes);
+const operationStates: ReadonlySet<unknown> = new Set(OperationStates);
+
+/** A JSON object as `JSON.parse` builds one: not null, not an array, no prototype of its own. */
+const isPlainObject = (value: unknown): value is Fields => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+};
+
+const isTime = (value: unknown): value is string => typeof value === "string" && Rfc3339Pattern.test(value);
+
+/**
+ * An optional key's value: `absent` when the key is missing, `unsure` when it is there with
+ * `undefined` (`optionalKey` refuses that; let the schema say so).
+ */
+const absent = Symbol("absent");
+const unsure = Symbol("unsure");
+const optional = (fields: Fields, key: string): unknown => {
+  const value = fields[key];
+  if (value !== undefined) return value;
+  return key in fields ? unsure : absent;
+};
+
+const stringArray = (value: unknown): Array<string> | undefined => {
+  if (!Array.isArray(value)) return undefined;
+  const out: Array<string> = [];
+  for (let index = 0; index < value.length; index++) {
+    const item: unknown = value[index];
+    if (typeof item !== "string") return undefined;
+    out.push(item);
+  }
+  return out;
+};
+
+const stringRecord = (value: unknown): Record<string, string> | undefined => {
+  if (!isPlainObject(value)) return undefined;
+  const out: Record<string, string> = {};
+  for (const key of Object.keys(value)) {
+    const item = value[key];
+    if (typeof item !== "string" || key === "__proto__") return undefined;
+    out[key] = item;
+  }
+  return out;
+};
+
+const readMetadata = (value: unknown): ObjectMeta | undefined => {
+  if (!isPlainObject(value)) return undefined;
+  const { name, namespace, uid, resourceVersion, generation, creationTimestamp } = value;
+  if (
+    typeof name !== "string" ||
+    name.length === 0 ||
+    typeof namespace !== "string" ||
+    typeof uid !== "string" ||
+    typeof resourceVersion !== "string" ||
+    typeof generation !== "number" ||
+    !Number.isSafeInteger(generation) ||
+    !isTime(creationTimestamp)
+  )
+    return undefined;
+  const metadata: Mutable<ObjectMeta> = {
+    name,
+    namespace,
+    uid,
+    resourceVersion,
+    generation,
+    creationTimestamp,
+  };
+  const deletionTimestamp = optional(value, "deletionTimestamp");
+  if (deletionTimestamp !== absent) {
+    if (!isTime(deletionTimestamp)) return undefined;
+    metadata.deletionTimestamp = deletionTimestamp;
+  }
+  const finalizers = optional(value, "finalizers");
+  if (finalizers !== absent) {
+    const read = stringArray(finalizers);
+    if (read === undefined) return undefined;
+    metadata.finalizers = read;
+  }
+  const labels = optional(value, "labels");
+  if (labels !== absent) {
+    const read = stringRecord(labels);
+    if (read === undefined) return undefined;
+    metadata.labels = read;
+  }
+  const annotations = optional(value, "annotations");
+  if (annotations !== absent) {
+    const read = stringRecord(annotations);
+    if (read === undefined) return undefined;
+    metadata.annotations = read;
+  }
+  return metadata;
+};
+
+const readLastOperation = (value: unknown): LastOperation | undefined => {
+  if (!isPlainObject(value)) return undefined;
+  const { type, state, description, runID, lastUpdateTime } = value;
+  if (
+    !operationTypes.has(type) ||
+    !operationStates.has(state) ||
+    typeof description !== "string" ||
+    typeof runID !== "string" ||
+    !isTime(lastUpdateTime)
+  )
+    return undefined;
+  return {
+    type: type as LastOperation["type"],
+    state: state as LastOperation["state"],
+    description,
+    runID,
+    lastUpdateTime,
+  };
+};
+
+const readLastErrors = (value: unknown): Array<LastError> | undefined => {
+  if (!Array.isArray(value) || value.length > LastErrorsMaxItems) return undefined;
+  const out: Array<LastError> = [];
+  for (let index = 0; index < value.length; index++) {
+    const item: unknown = value[index];
+    if (!isPlainObject(item)) return undefined;
+    const { code, description, observedAt } = item;
+    if (typeof code !== "string" || typeof description !== "string" || !isTime(observedAt)) return undefined;
+    out.push({ code, description, observedAt });
+  }
+  return out;
+};
+
+const readStatus = (value: unknown): TaskStatus | undefined => {
+  if (!isPlainObject(value)) return undefined;
+  const status: Mutable<TaskStatus> = {};
+  const state = optional(value, "state");
+  if (state !== absent) {
+    if (!taskStates.has(state)) return undefined;
+    status.state = state as TaskState;
+  }
+  const lastTransitionTime = optional(value, "lastTransitionTime");
+  if (lastTransitionTime !== absent) {
+    if (!isTime(lastTransitionTime)) return undefined;
+    status.lastTransitionTime = lastTransitionTime;
+  }
+  const startedAt = optional(value, "startedAt");
+  if (startedAt !== absent) {
+    if (!isTime(startedAt)) return undefined;
+    status.startedAt = startedAt;
+  }
+  const lastOperation = optional(value, "lastOperation");
+  if (lastOperation !== absent) {
+    const read = readLastOperation(lastOperation);
+    if (read === undefined) return undefined;
+    status.lastOperation = read;
+  }
+  const lastErrors = optional(value, "lastErrors");
+  if (lastErrors !== absent) {
+    const read = readLastErrors(lastErrors);
+    if (read === undefined) return undefined;
+    status.lastErrors = read;
+  }
+  return status;
+};
+
+/** The decoded `metadata` and `status` of a plain stored object; undefined: decode with the schema. */
+export const readMetadataAndStatusPlainly = (object: unknown): PlainMetadataAndStatus | undefined => {
+  if (!isPlainObject(object)) return undefined;
+  const metadata = readMetadata(object.metadata);
+  if (metadata === undefined) return undefined;
+  const rawStatus = optional(object, "status");
+  if (rawStatus === absent) return { metadata, status: undefined };
+  const status = readStatus(rawStatus);
+  return status === undefined ? undefined : { metadata, status };
+};
