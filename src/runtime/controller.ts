@@ -38,9 +38,10 @@ import {
 import { DefaultMaxTaskBytes } from "../reconcile/oversized-task.ts";
 import { randomJitter } from "./backoff-jitter.ts";
 import type { ControllerHandle, ControllerOptions } from "./controller-options.ts";
+import { forEachInOrder, runInOrder } from "./for-each-in-order.ts";
 import { makeForeignWriterWatch, ownFieldManagers, reportForeignWrites } from "./foreign-writers.ts";
 import { kubeHandlerContext, kubeObjectGetter } from "./handler-context-kube.ts";
-import { makeInformer } from "./informer.ts";
+import { type Change, makeInformer } from "./informer.ts";
 import { noObserver, type TaskLabels } from "./metrics.ts";
 import { taskCacheKeep } from "./task-cache.ts";
 import { makeWorkQueue } from "./work-queue.ts";
@@ -48,6 +49,16 @@ import { makeWorkQueue } from "./work-queue.ts";
 export type { ControllerHandle, ControllerOptions, ControllerStats } from "./controller-options.ts";
 
 type Needs<R> = R | TaskWriter | EventRecorder;
+
+/** The commands performed without an effect: bookkeeping in this process only. */
+type Immediate<Task> = Extract<
+  CoreCommand<Task>,
+  { readonly _tag: "Wake" | "DueChanged" | "Store" | "Abort" }
+>;
+type Effectful<Task> = Exclude<CoreCommand<Task>, Immediate<Task>>;
+const immediateTags: ReadonlySet<string> = new Set(["Wake", "DueChanged", "Store", "Abort"]);
+const isImmediate = <Task>(command: CoreCommand<Task>): command is Immediate<Task> =>
+  immediateTags.has(command._tag);
 
 /** The code of the newest entry in `status.lastErrors` of an object as written, if it has one. */
 const lastErrorCode = (written: KubeObject): string | undefined => {
@@ -108,9 +119,11 @@ export const runController = <Task, R>(
     const calls = yield* FiberMap.make<number>();
     const stats = { passes: 0, aborted: 0, handlerCalls: 0, writes: {} as Record<string, number> };
 
-    // The queue is created below; `add` and `dueChanged` are bound once it exists.
-    let add: (key: string) => Effect.Effect<void> = () => Effect.void;
-    let dueChanged: Effect.Effect<void> = Effect.void;
+    // The queue is created below; these are bound once it exists.
+    let wake: (key: string) => void = () => {};
+    let dueChanged: () => void = () => {};
+    // The clock of this fiber, read without an effect where a batch of changes is carried.
+    const clock = yield* Clock.Clock;
     const annotate = (pass: PassView<Task>, fields: Record<string, unknown> = {}) =>
       Effect.annotateLogs({ reconcileID: pass.runId, task: pass.key, ...fields });
     /** Labels of a task's metrics (type, etcd, namespace). */
@@ -129,23 +142,43 @@ export const runController = <Task, R>(
 
     /** Steps the core with `input` and performs its commands (each answer is fed back the same way). */
     const feed = (input: CoreInput<Task>): Effect.Effect<void, never, Needs<R>> =>
-      Effect.forEach(core.step(input), perform, { discard: true });
+      Effect.suspend(() => performAll(core.step(input)) ?? Effect.void);
 
-    const perform = (command: CoreCommand<Task>): Effect.Effect<void, never, Needs<R>> => {
+    /**
+     * Performs `commands` in order: one that needs no effect at once, the rest as effects (undefined:
+     * all were performed at once). A watched change of a settled task answers one such command.
+     */
+    const performAll = (
+      commands: ReadonlyArray<CoreCommand<Task>>,
+    ): Effect.Effect<void, never, Needs<R>> | undefined =>
+      forEachInOrder(commands, (command) => {
+        if (!isImmediate(command)) return perform(command);
+        performNow(command);
+        return undefined;
+      });
+
+    const performNow = (command: Immediate<Task>): void => {
       switch (command._tag) {
         case "Wake":
-          return add(command.key);
+          wake(command.key);
+          break;
         case "DueChanged":
-          return dueChanged;
+          dueChanged();
+          break;
         case "Store":
-          return Effect.sync(() => void informer.upsert(command.object as KubeObject));
+          informer.upsert(command.object as KubeObject);
+          break;
+        case "Abort":
+          aborts.get(command.callId)?.abort(new Error("the task was deleted during the call"));
+          break;
+      }
+    };
+
+    const perform = (command: Effectful<Task>): Effect.Effect<void, never, Needs<R>> => {
+      switch (command._tag) {
         case "Log":
           return (command.level === "error" ? Effect.logError : Effect.logInfo)(command.message).pipe(
             Effect.annotateLogs(command.fields),
-          );
-        case "Abort":
-          return Effect.sync(() =>
-            aborts.get(command.callId)?.abort(new Error("the task was deleted during the call")),
           );
         case "Started": {
           const { pass, step } = command;
@@ -293,23 +326,36 @@ export const runController = <Task, R>(
       process: reconcile,
       due: core,
     });
-    add = (key) => queue.add(key);
-    dueChanged = queue.dueChanged;
+    wake = queue.addUnsafe;
+    dueChanged = queue.dueChangedUnsafe;
 
     // ---- what the core hears of ------------------------------------------------------------------
 
+    /**
+     * Carries a change into the core: a deletion's bookkeeping, the foreign writes noticed so far
+     * (reported before the change is stepped), then the change's step and its commands. The informer
+     * hands over what arrived together as one batch (at a takeover, the first LIST's thousands of
+     * tasks), carried one change after the other with no effect for a change that needs none.
+     */
+    const carry = (change: Change): Effect.Effect<void, never, Needs<R>> | undefined => {
+      const { object, key, type } = change;
+      if (type === "DELETED") {
+        observer.taskGone?.(object.metadata.uid);
+        foreign.forget(object.metadata.uid);
+      }
+      const step = () =>
+        performAll(core.step({ _tag: "Changed", type, key, object, now: clock.currentTimeMillisUnsafe() }));
+      const writes = foreign.drain();
+      return writes.length === 0
+        ? step()
+        : Effect.flatMap(
+            reportForeignWrites(writes, recorder, observer, foreignWording),
+            () => step() ?? Effect.void,
+          );
+    };
+
     yield* informer.changes.pipe(
-      Stream.runForEach((change) =>
-        Effect.gen(function* () {
-          const { object, key, type } = change;
-          if (type === "DELETED") {
-            observer.taskGone?.(object.metadata.uid);
-            foreign.forget(object.metadata.uid);
-          }
-          yield* reportForeignWrites(foreign.drain(), recorder, observer, foreignWording);
-          yield* feed({ _tag: "Changed", type, key, object, now: yield* Clock.currentTimeMillis });
-        }),
-      ),
+      Stream.runForEachArray((changes) => runInOrder(changes, carry)),
       Effect.forkScoped,
     );
 
@@ -327,16 +373,13 @@ export const runController = <Task, R>(
           Effect.sync(() => shared.attach(groups.get)),
           (detach) => Effect.sync(detach),
         );
+      /** A group object's change wakes the unfinished tasks of its group (the key is the group's). */
+      const relate = ({ object, key, type }: Change) => {
+        if (type === "DELETED") observer.groupGone?.(object.metadata.namespace, object.metadata.name);
+        return performAll(core.step({ _tag: "RelatedChanged", group: key }));
+      };
       yield* groups.changes.pipe(
-        Stream.tap((change) =>
-          Effect.sync(() => {
-            if (change.type === "DELETED")
-              observer.groupGone?.(change.object.metadata.namespace, change.object.metadata.name);
-          }),
-        ),
-        Stream.runForEach(({ object }) =>
-          feed({ _tag: "RelatedChanged", group: `${object.metadata.namespace}/${object.metadata.name}` }),
-        ),
+        Stream.runForEachArray((changes) => runInOrder(changes, relate)),
         Effect.forkScoped,
       );
     }

@@ -19,6 +19,7 @@ import * as Clock from "effect/Clock";
 import * as Deferred from "effect/Deferred";
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
+import * as Exit from "effect/Exit";
 import * as Fiber from "effect/Fiber";
 import * as Option from "effect/Option";
 import * as Queue from "effect/Queue";
@@ -91,8 +92,12 @@ export const sumQueueMetrics = (queues: ReadonlyArray<WorkQueueMetrics>): WorkQu
 
 export interface WorkQueue {
   readonly add: (key: string) => Effect.Effect<void>;
+  /** `add`, done now (for a caller that steps many keys in one go: no effect per key). */
+  readonly addUnsafe: (key: string) => void;
   /** The due source may have an earlier time than the one the timer sleeps for: look again. */
   readonly dueChanged: Effect.Effect<void>;
+  /** `dueChanged`, done now. */
+  readonly dueChangedUnsafe: () => void;
   /** Stops the queue; completes when the workers have stopped. Idempotent. */
   readonly shutdown: Effect.Effect<void>;
   readonly metrics: () => WorkQueueMetrics;
@@ -124,24 +129,27 @@ export const makeWorkQueue = <E, R>(
       processingTotalMs: 0,
     };
 
-    const add = (key: string): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        if (stopping) return;
-        counts.adds += 1;
-        if (dirty.has(key)) {
-          counts.deduplicated += 1;
-          return;
-        }
-        dirty.set(key, yield* Clock.currentTimeMillis);
-        if (!processing.has(key)) Queue.offerUnsafe(ready, key);
-      });
+    // The clock of the fiber that made the queue (a test's TestClock with it).
+    const clock = yield* Clock.Clock;
 
-    const dueChanged: Effect.Effect<void> = Effect.suspend(() => {
+    const addUnsafe = (key: string): void => {
+      if (stopping) return;
+      counts.adds += 1;
+      if (dirty.has(key)) {
+        counts.deduplicated += 1;
+        return;
+      }
+      dirty.set(key, clock.currentTimeMillisUnsafe());
+      if (!processing.has(key)) Queue.offerUnsafe(ready, key);
+    };
+    const add = (key: string): Effect.Effect<void> => Effect.sync(() => addUnsafe(key));
+
+    const dueChangedUnsafe = (): void => {
+      if (stopping) return;
       const next = due?.nextDue();
-      return !stopping && next !== undefined && next < wakeAt
-        ? Deferred.succeed(wake, undefined)
-        : Effect.void;
-    });
+      if (next !== undefined && next < wakeAt) Deferred.doneUnsafe(wake, Exit.succeed(undefined));
+    };
+    const dueChanged: Effect.Effect<void> = Effect.sync(dueChangedUnsafe);
 
     /** Sleeps until the earliest due time (or a wake-up), then adds the keys that are due. */
     const timer = Effect.gen(function* () {
@@ -224,7 +232,9 @@ export const makeWorkQueue = <E, R>(
 
     return {
       add,
+      addUnsafe,
       dueChanged,
+      dueChangedUnsafe,
       shutdown,
       metrics: () => ({
         ...counts,
