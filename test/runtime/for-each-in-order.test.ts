@@ -74,7 +74,7 @@ describe("forEachInOrder", () => {
       let done = 0;
       let doneWhenOtherRan: number | undefined;
       const other = yield* Effect.forkChild(Effect.sync(() => (doneWhenOtherRan = done)));
-      yield* runInOrder(items, () => {
+      yield* runInOrder<number, never, never>(items, () => {
         done += 1;
         return undefined;
       });
