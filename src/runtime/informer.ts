@@ -222,8 +222,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
     };
 
     /** A list item, or a watch ADDED/MODIFIED. */
-    const observe = (object: KubeObject): void => {
-      const key = keyOf(object);
+    const observe = (object: KubeObject, key = keyOf(object)): void => {
       const version = object.metadata.resourceVersion;
       const entry = cache.get(key);
       if (entry === undefined) {
@@ -264,19 +263,22 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
     };
 
     const applyList = (listed: ListResult): void => {
-      const present = new Set<string>();
+      // The first LIST (or one into an emptied cache) has nothing to sweep: every cached object is listed.
+      const present = cache.size === 0 ? undefined : new Set<string>();
       for (const item of listed.items) {
-        present.add(keyOf(item));
-        observe(item);
+        const key = keyOf(item);
+        present?.add(key);
+        observe(item, key);
       }
-      for (const [key, entry] of cache) {
-        if (present.has(key)) continue;
-        // Written by us after the list's snapshot: it existed then; the watch will tell the rest.
-        if (compareResourceVersions(entry.object.metadata.resourceVersion, listed.resourceVersion) === 1)
-          continue;
-        cache.delete(key);
-        emit("DELETED", key, entry.object);
-      }
+      if (present !== undefined)
+        for (const [key, entry] of cache) {
+          if (present.has(key)) continue;
+          // Written by us after the list's snapshot: it existed then; the watch will tell the rest.
+          if (compareResourceVersions(entry.object.metadata.resourceVersion, listed.resourceVersion) === 1)
+            continue;
+          cache.delete(key);
+          emit("DELETED", key, entry.object);
+        }
       resourceVersion = listed.resourceVersion;
     };
 
