@@ -1,9 +1,9 @@
 /**
  * A stored task's `metadata` and `status` read by hand, for the plain shape the apiserver returns: the
  * same value `Schema.Struct({ metadata: ObjectMeta, status: Schema.optionalKey(TaskStatusSchema) })`
- * decodes to, or undefined, and the caller decodes with the schema. Undefined never means invalid,
- * only "not certainly the plain shape" (a key present with `undefined`, an object with a foreign
- * prototype, a `__proto__` label): the schema then decides.
+ * decodes to, or undefined, and the caller decodes with the schema. Undefined does not always mean
+ * invalid, only "not certainly the plain shape" (an optional key present with `undefined`, a
+ * `__proto__` label): the schema then decides.
  *
  * Hand-written because a settled task is read this way at every takeover, thousands at once, and the
  * schema decode costs ~30 µs a task under `--jitless` (what the Deployment runs). The checks reuse the
@@ -29,12 +29,12 @@ const taskStates: ReadonlySet<unknown> = new Set(TaskStates);
 const operationTypes: ReadonlySet<unknown> = new Set(OperationTypes);
 const operationStates: ReadonlySet<unknown> = new Set(OperationStates);
 
-/** A JSON object as `JSON.parse` builds one: not null, not an array, no prototype of its own. */
-const isPlainObject = (value: unknown): value is Fields => {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
-  const prototype: unknown = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null;
-};
+/**
+ * What a schema struct or record takes: an object, not null, not an array. Its fields are read as the
+ * schema reads them (a struct's with `in`, inherited ones too; a record's own enumerable keys).
+ */
+const isObject = (value: unknown): value is Fields =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 const isTime = (value: unknown): value is string => typeof value === "string" && Rfc3339Pattern.test(value);
 
@@ -62,7 +62,7 @@ const stringArray = (value: unknown): Array<string> | undefined => {
 };
 
 const stringRecord = (value: unknown): Record<string, string> | undefined => {
-  if (!isPlainObject(value)) return undefined;
+  if (!isObject(value)) return undefined;
   const out: Record<string, string> = {};
   for (const key of Object.keys(value)) {
     const item = value[key];
@@ -73,7 +73,7 @@ const stringRecord = (value: unknown): Record<string, string> | undefined => {
 };
 
 const readMetadata = (value: unknown): ObjectMeta | undefined => {
-  if (!isPlainObject(value)) return undefined;
+  if (!isObject(value)) return undefined;
   const { name, namespace, uid, resourceVersion, generation, creationTimestamp } = value;
   if (
     typeof name !== "string" ||
@@ -121,7 +121,7 @@ const readMetadata = (value: unknown): ObjectMeta | undefined => {
 };
 
 const readLastOperation = (value: unknown): LastOperation | undefined => {
-  if (!isPlainObject(value)) return undefined;
+  if (!isObject(value)) return undefined;
   const { type, state, description, runID, lastUpdateTime } = value;
   if (
     !operationTypes.has(type) ||
@@ -145,7 +145,7 @@ const readLastErrors = (value: unknown): Array<LastError> | undefined => {
   const out: Array<LastError> = [];
   for (let index = 0; index < value.length; index++) {
     const item: unknown = value[index];
-    if (!isPlainObject(item)) return undefined;
+    if (!isObject(item)) return undefined;
     const { code, description, observedAt } = item;
     if (typeof code !== "string" || typeof description !== "string" || !isTime(observedAt)) return undefined;
     out.push({ code, description, observedAt });
@@ -154,7 +154,7 @@ const readLastErrors = (value: unknown): Array<LastError> | undefined => {
 };
 
 const readStatus = (value: unknown): TaskStatus | undefined => {
-  if (!isPlainObject(value)) return undefined;
+  if (!isObject(value)) return undefined;
   const status: Mutable<TaskStatus> = {};
   const state = optional(value, "state");
   if (state !== absent) {
@@ -188,7 +188,7 @@ const readStatus = (value: unknown): TaskStatus | undefined => {
 
 /** The decoded `metadata` and `status` of a plain stored object; undefined: decode with the schema. */
 export const readMetadataAndStatusPlainly = (object: unknown): PlainMetadataAndStatus | undefined => {
-  if (!isPlainObject(object)) return undefined;
+  if (!isObject(object)) return undefined;
   const metadata = readMetadata(object.metadata);
   if (metadata === undefined) return undefined;
   const rawStatus = optional(object, "status");

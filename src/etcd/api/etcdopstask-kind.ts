@@ -29,12 +29,12 @@ const decodeTtl = SchemaParser.decodeUnknownResult(
   }),
 );
 
-/** A JSON object as `JSON.parse` builds one: not null, not an array, no prototype of its own. */
-const isPlainObject = (value: unknown): value is Readonly<Record<string, unknown>> => {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
-  const prototype: unknown = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null;
-};
+/**
+ * What a schema struct or record takes: an object, not null, not an array. Its fields are read as the
+ * schema reads them (a struct's with `in`, inherited ones too; a record's own enumerable keys).
+ */
+const isObject = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** The bounds of `format: int32`, which `Schema.isInt32` checks. */
 const int32 = { minimum: -2_147_483_648, maximum: 2_147_483_647 } as const;
@@ -46,9 +46,9 @@ const int32 = { minimum: -2_147_483_648, maximum: 2_147_483_647 } as const;
  * test/api/plain-read.test.ts holds it to `decodeTtl`.
  */
 export const readTtlSecondsPlainly = (object: unknown): number | undefined => {
-  if (!isPlainObject(object)) return undefined;
+  if (!isObject(object)) return undefined;
   const spec = object.spec;
-  if (!isPlainObject(spec)) return undefined;
+  if (!isObject(spec)) return undefined;
   const ttl = spec.ttlSecondsAfterFinished;
   if (ttl === undefined) return "ttlSecondsAfterFinished" in spec ? undefined : TtlLimits.default;
   return typeof ttl === "number" &&
