@@ -150,12 +150,13 @@ export const runController = <Task, R>(
      */
     const performAll = (
       commands: ReadonlyArray<CoreCommand<Task>>,
-    ): Effect.Effect<void, never, Needs<R>> | undefined =>
-      forEachInOrder(commands, (command) => {
-        if (!isImmediate(command)) return perform(command);
-        performNow(command);
-        return undefined;
-      });
+    ): Effect.Effect<void, never, Needs<R>> | undefined => forEachInOrder(commands, performOne);
+
+    const performOne = (command: CoreCommand<Task>): Effect.Effect<void, never, Needs<R>> | undefined => {
+      if (!isImmediate(command)) return perform(command);
+      performNow(command);
+      return undefined;
+    };
 
     const performNow = (command: Immediate<Task>): void => {
       switch (command._tag) {
@@ -338,21 +339,20 @@ export const runController = <Task, R>(
      * tasks), carried one change after the other with no effect for a change that needs none.
      */
     const carry = (change: Change): Effect.Effect<void, never, Needs<R>> | undefined => {
-      const { object, key, type } = change;
-      if (type === "DELETED") {
-        observer.taskGone?.(object.metadata.uid);
-        foreign.forget(object.metadata.uid);
+      if (change.type === "DELETED") {
+        observer.taskGone?.(change.object.metadata.uid);
+        foreign.forget(change.object.metadata.uid);
       }
-      const step = () =>
-        performAll(core.step({ _tag: "Changed", type, key, object, now: clock.currentTimeMillisUnsafe() }));
       const writes = foreign.drain();
       return writes.length === 0
-        ? step()
+        ? stepChanged(change)
         : Effect.flatMap(
             reportForeignWrites(writes, recorder, observer, foreignWording),
-            () => step() ?? Effect.void,
+            () => stepChanged(change) ?? Effect.void,
           );
     };
+    const stepChanged = ({ type, key, object }: Change) =>
+      performAll(core.step({ _tag: "Changed", type, key, object, now: clock.currentTimeMillisUnsafe() }));
 
     yield* informer.changes.pipe(
       Stream.runForEachArray((changes) => runInOrder(changes, carry)),
