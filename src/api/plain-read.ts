@@ -39,16 +39,10 @@ const isObject = (value: unknown): value is Fields =>
 const isTime = (value: unknown): value is string => typeof value === "string" && Rfc3339Pattern.test(value);
 
 /**
- * An optional key's value: `absent` when the key is missing, `unsure` when it is there with
- * `undefined` (`optionalKey` refuses that; let the schema say so).
+ * An optional key there with `undefined`: `optionalKey` refuses it; the schema says so. (Called only
+ * for an `undefined` value, so the common absent key costs one `in`.)
  */
-const absent = Symbol("absent");
-const unsure = Symbol("unsure");
-const optional = (fields: Fields, key: string): unknown => {
-  const value = fields[key];
-  if (value !== undefined) return value;
-  return key in fields ? unsure : absent;
-};
+const heldAsUndefined = (fields: Fields, key: string): boolean => key in fields;
 
 const stringArray = (value: unknown): Array<string> | undefined => {
   if (!Array.isArray(value)) return undefined;
@@ -75,6 +69,7 @@ const stringRecord = (value: unknown): Record<string, string> | undefined => {
 const readMetadata = (value: unknown): ObjectMeta | undefined => {
   if (!isObject(value)) return undefined;
   const { name, namespace, uid, resourceVersion, generation, creationTimestamp } = value;
+  const { deletionTimestamp, finalizers, labels, annotations } = value;
   if (
     typeof name !== "string" ||
     name.length === 0 ||
@@ -94,29 +89,25 @@ const readMetadata = (value: unknown): ObjectMeta | undefined => {
     generation,
     creationTimestamp,
   };
-  const deletionTimestamp = optional(value, "deletionTimestamp");
-  if (deletionTimestamp !== absent) {
+  if (deletionTimestamp !== undefined) {
     if (!isTime(deletionTimestamp)) return undefined;
     metadata.deletionTimestamp = deletionTimestamp;
-  }
-  const finalizers = optional(value, "finalizers");
-  if (finalizers !== absent) {
+  } else if (heldAsUndefined(value, "deletionTimestamp")) return undefined;
+  if (finalizers !== undefined) {
     const read = stringArray(finalizers);
     if (read === undefined) return undefined;
     metadata.finalizers = read;
-  }
-  const labels = optional(value, "labels");
-  if (labels !== absent) {
+  } else if (heldAsUndefined(value, "finalizers")) return undefined;
+  if (labels !== undefined) {
     const read = stringRecord(labels);
     if (read === undefined) return undefined;
     metadata.labels = read;
-  }
-  const annotations = optional(value, "annotations");
-  if (annotations !== absent) {
+  } else if (heldAsUndefined(value, "labels")) return undefined;
+  if (annotations !== undefined) {
     const read = stringRecord(annotations);
     if (read === undefined) return undefined;
     metadata.annotations = read;
-  }
+  } else if (heldAsUndefined(value, "annotations")) return undefined;
   return metadata;
 };
 
@@ -155,34 +146,30 @@ const readLastErrors = (value: unknown): Array<LastError> | undefined => {
 
 const readStatus = (value: unknown): TaskStatus | undefined => {
   if (!isObject(value)) return undefined;
+  const { state, lastTransitionTime, startedAt, lastOperation, lastErrors } = value;
   const status: Mutable<TaskStatus> = {};
-  const state = optional(value, "state");
-  if (state !== absent) {
+  if (state !== undefined) {
     if (!taskStates.has(state)) return undefined;
     status.state = state as TaskState;
-  }
-  const lastTransitionTime = optional(value, "lastTransitionTime");
-  if (lastTransitionTime !== absent) {
+  } else if (heldAsUndefined(value, "state")) return undefined;
+  if (lastTransitionTime !== undefined) {
     if (!isTime(lastTransitionTime)) return undefined;
     status.lastTransitionTime = lastTransitionTime;
-  }
-  const startedAt = optional(value, "startedAt");
-  if (startedAt !== absent) {
+  } else if (heldAsUndefined(value, "lastTransitionTime")) return undefined;
+  if (startedAt !== undefined) {
     if (!isTime(startedAt)) return undefined;
     status.startedAt = startedAt;
-  }
-  const lastOperation = optional(value, "lastOperation");
-  if (lastOperation !== absent) {
+  } else if (heldAsUndefined(value, "startedAt")) return undefined;
+  if (lastOperation !== undefined) {
     const read = readLastOperation(lastOperation);
     if (read === undefined) return undefined;
     status.lastOperation = read;
-  }
-  const lastErrors = optional(value, "lastErrors");
-  if (lastErrors !== absent) {
+  } else if (heldAsUndefined(value, "lastOperation")) return undefined;
+  if (lastErrors !== undefined) {
     const read = readLastErrors(lastErrors);
     if (read === undefined) return undefined;
     status.lastErrors = read;
-  }
+  } else if (heldAsUndefined(value, "lastErrors")) return undefined;
   return status;
 };
 
@@ -191,8 +178,9 @@ export const readMetadataAndStatusPlainly = (object: unknown): PlainMetadataAndS
   if (!isObject(object)) return undefined;
   const metadata = readMetadata(object.metadata);
   if (metadata === undefined) return undefined;
-  const rawStatus = optional(object, "status");
-  if (rawStatus === absent) return { metadata, status: undefined };
+  const rawStatus = object.status;
+  if (rawStatus === undefined)
+    return heldAsUndefined(object, "status") ? undefined : { metadata, status: undefined };
   const status = readStatus(rawStatus);
   return status === undefined ? undefined : { metadata, status };
 };
