@@ -5,10 +5,11 @@
  * invalid, only "not certainly the plain shape" (an optional key present with `undefined`, a
  * `__proto__` label): the schema then decides.
  *
- * Hand-written because a settled task is read this way at every takeover, thousands at once, and the
- * schema decode costs ~30 µs a task under `--jitless` (what the Deployment runs). The checks reuse the
- * schemas' own literals, pattern and limits; test/api/plain-read.test.ts holds the result to the
- * schema decode over valid and broken objects.
+ * Hand-written because a takeover reads every settled task this way, thousands at once, and under
+ * `--jitless` (what the Deployment runs) the schema decode costs an order of magnitude more
+ * (bench/settled-facts-read.ts measures both). The checks reuse the schemas' own literals, pattern and
+ * limits; test/api/plain-read.test.ts holds the result to the schema decode over valid and broken
+ * objects.
  */
 import type { ObjectMeta } from "./meta.ts";
 import { Rfc3339Pattern } from "./schema-helpers.ts";

@@ -172,8 +172,8 @@ const decodeMetadataAndStatus = SchemaParser.decodeUnknownResult(
 
 /**
  * `UndecodedFacts` from the framework's own metadata and status schemas and the kind's TTL reader.
- * The plain shape is read by hand first (api/plain-read.ts: the schema decode is ~30 µs a task
- * jitless, and a takeover reads every settled task this way); anything else takes the schema decode.
+ * The plain shape is read by hand first (api/plain-read.ts: a takeover reads every settled task this
+ * way, and the schema decode is an order of magnitude slower jitless); anything else is decoded.
  */
 const undecodedFactsWith =
   (readTtlSeconds: (object: unknown) => number | undefined) =>

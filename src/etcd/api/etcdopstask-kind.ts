@@ -42,8 +42,8 @@ const int32 = { minimum: -2_147_483_648, maximum: 2_147_483_647 } as const;
 /**
  * `spec.ttlSecondsAfterFinished` of a plain object read by hand, as `decodeTtl` decodes it (absent:
  * the CRD's default); undefined when not certainly valid, and `decodeTtl` decides. Hand-written
- * because every settled task is read this way at a takeover and the schema decode is slow jitless;
- * test/api/plain-read.test.ts holds it to `decodeTtl`.
+ * because a takeover reads every settled task's TTL, and the schema decode is an order of magnitude
+ * slower jitless; test/api/plain-read.test.ts holds it to `decodeTtl`.
  */
 export const readTtlSecondsPlainly = (object: unknown): number | undefined => {
   if (!isObject(object)) return undefined;
