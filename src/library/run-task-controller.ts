@@ -40,6 +40,7 @@ import { queuedEventRecorder } from "../runtime/event-queue.ts";
 import type { OtherController } from "../runtime/foreign-writers.ts";
 import type { GroupObjects } from "../runtime/group-objects.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
+import { startMemoryReturn } from "../runtime/memory-return.ts";
 import { type ControllerObserver, metricLabelOf, noObserver } from "../runtime/metrics.ts";
 import { sumQueueMetrics, type WorkQueueMetrics } from "../runtime/work-queue.ts";
 import { alsoObserve } from "../ui/also-observe.ts";
@@ -359,6 +360,19 @@ export const runTaskController = async <Task, R = never>(
         Effect.forkScoped,
       );
     }
+    // A busy period's memory back once it is quiet (with --expose-gc, as deployed; else V8's reducer does it).
+    yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        startMemoryReturn({
+          onCollected: ({ beforeBytes, afterBytes, ms }) =>
+            logBeside("info", "memory returned after a busy period", {
+              heapMiB: `${(beforeBytes / 2 ** 20).toFixed(1)} -> ${(afterBytes / 2 ** 20).toFixed(1)}`,
+              cpuMs: Math.round(ms),
+            }),
+        }),
+      ),
+      (memory) => Effect.sync(() => memory.stop()),
+    );
     // The last leader's history, into the metrics before this one adds to it.
     if (history !== undefined) {
       const reading = history;

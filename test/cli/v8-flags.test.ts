@@ -55,7 +55,7 @@ describe("OPSTASK_V8_FLAGS", () => {
 
   it("is set in the Deployment, and `opstask controller` starts with it", () => {
     const env = deployedEnv();
-    expect(env.OPSTASK_V8_FLAGS).toBe("--optimize-for-size");
+    expect(env.OPSTASK_V8_FLAGS).toBe("--optimize-for-size --no-memory-reducer");
     const result = node([join(repoRoot, "src/cli/main.ts"), "controller", "--help"], {
       OPSTASK_V8_FLAGS: env.OPSTASK_V8_FLAGS ?? "",
     });

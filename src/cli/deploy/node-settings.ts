@@ -1,14 +1,16 @@
 /**
  * The Node settings of the deployed controller, the same for the flagship (deploy/deployment.yaml)
  * and every kind's generated Deployment (a test compares the two): bounded V8 heaps, no optimizing
- * compiler, two malloc arenas, and V8's size-over-speed heuristics. Why each: deploy/deployment.yaml's
+ * compiler, two malloc arenas, V8's size-over-speed heuristics, and the collection after a busy period
+ * run by the controller when it goes quiet (runtime/memory-return.ts: `gc` exposed, V8's timed memory
+ * reducer off). Why each: deploy/deployment.yaml's
  * comments and bench/PROFILE.md.
  */
 import { v8FlagsVariable } from "../v8-flags.ts";
 
 /** The container's environment (NODE_OPTIONS takes only Node's allowed V8 flags). */
 export const tunedNodeEnv: Readonly<Record<string, string>> = {
-  NODE_OPTIONS: "--jitless --max-old-space-size=128 --max-semi-space-size=1",
+  NODE_OPTIONS: "--jitless --max-old-space-size=128 --max-semi-space-size=1 --expose-gc",
   MALLOC_ARENA_MAX: "2",
 };
 
@@ -16,6 +18,6 @@ export const tunedNodeEnv: Readonly<Record<string, string>> = {
  * V8 flags NODE_OPTIONS does not take. `opstask controller` applies them from OPSTASK_V8_FLAGS; a
  * kind's own image passes them on node's command line (its ENTRYPOINT).
  */
-export const tunedV8Flags: ReadonlyArray<string> = ["--optimize-for-size"];
+export const tunedV8Flags: ReadonlyArray<string> = ["--optimize-for-size", "--no-memory-reducer"];
 
 export { v8FlagsVariable };

@@ -1,0 +1,115 @@
+/**
+ * Gives a busy period's memory back once the controller is quiet, with one full collection, and never
+ * wakes an idle controller to do it.
+ *
+ * V8's own memory reducer does this job on a timer: it starts 8 s after a major collection and then
+ * runs two more, ~100 ms of CPU on this controller's heap, wherever that lands — after a burst, in
+ * the middle of the idle time that follows (bench/PROFILE.md). The Deployment turns it off
+ * (`--no-memory-reducer`, src/cli/deploy/node-settings.ts) and this runs the one collection instead,
+ * when the controller's own work says it is due: `quietMs` after the last request to the apiserver
+ * (every pass, write, Event, LIST and takeover makes requests; an idle controller makes none but the
+ * Lease's renewals), and only when V8's heap grew by `minGrowthBytes` since the last one, so a Lease
+ * renewal or a single small task arms no timer at all.
+ *
+ * Hand-written because nothing in Node or V8 offers "collect when this process goes quiet": the
+ * reducer's delay is a fixed time after a collection, not after the work. Needs `gc` (node's
+ * `--expose-gc`, which the Deployment sets); without it this does nothing and V8's reducer is left
+ * to do the job.
+ */
+import * as diagnostics from "node:diagnostics_channel";
+import { getHeapStatistics } from "node:v8";
+
+export interface MemoryReturnOptions {
+  /** How long without a request before collecting (default 1 s). */
+  readonly quietMs?: number;
+  /** Collect only when V8's committed heap grew at least this much since the last collection (default 1 MiB). */
+  readonly minGrowthBytes?: number;
+  /** The collection (default: the `gc` that `--expose-gc` installs, as a full memory-reducing one). */
+  readonly collect?: () => void;
+  /** V8's committed heap, bytes (default: `v8.getHeapStatistics().total_heap_size`). */
+  readonly heapBytes?: () => number;
+  /** Told of each collection: what the heap held before and after, and its CPU time. */
+  readonly onCollected?: (collected: {
+    readonly beforeBytes: number;
+    readonly afterBytes: number;
+    readonly ms: number;
+  }) => void;
+}
+
+export interface MemoryReturn {
+  /** Whether collections run (false without `gc`). */
+  readonly active: boolean;
+  readonly collections: () => number;
+  stop(): void;
+}
+
+/** Node's channel of every outgoing HTTP(S) request: the kube client's, the handlers', all. */
+const requestStarts = "http.client.request.start";
+
+type ExposedGc = (options: {
+  readonly type: "major";
+  readonly execution: "sync";
+  readonly flavor: "last-resort";
+}) => void;
+
+const exposedGc = (): (() => void) | undefined => {
+  const gc: unknown = Reflect.get(globalThis, "gc");
+  if (typeof gc !== "function") return undefined;
+  const collect = gc as ExposedGc;
+  // "last-resort": V8's most thorough collection, which compacts and releases pages, as the reducer's does.
+  return () => collect({ type: "major", execution: "sync", flavor: "last-resort" });
+};
+
+export const startMemoryReturn = (options: MemoryReturnOptions = {}): MemoryReturn => {
+  const collect = options.collect ?? exposedGc();
+  if (collect === undefined) return { active: false, collections: () => 0, stop: () => undefined };
+  const quietMs = options.quietMs ?? 1_000;
+  const minGrowth = options.minGrowthBytes ?? 1024 * 1024;
+  const heapBytes = options.heapBytes ?? (() => getHeapStatistics().total_heap_size);
+  let baseline = heapBytes();
+  let lastRequest = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let collections = 0;
+
+  const check = () => {
+    const waited = performance.now() - lastRequest;
+    if (waited < quietMs) {
+      timer = setTimeout(check, quietMs - waited).unref();
+      return;
+    }
+    timer = undefined;
+    const before = heapBytes();
+    if (before < baseline + minGrowth) {
+      baseline = Math.min(baseline, before);
+      return;
+    }
+    const started = process.cpuUsage();
+    collect();
+    const spent = process.cpuUsage(started);
+    collections += 1;
+    baseline = heapBytes();
+    options.onCollected?.({
+      beforeBytes: before,
+      afterBytes: baseline,
+      ms: (spent.user + spent.system) / 1000,
+    });
+  };
+
+  const onRequest = () => {
+    lastRequest = performance.now();
+    // The heap is looked at only while no timer is armed: once per quiet period, not per request.
+    if (timer === undefined && heapBytes() >= baseline + minGrowth)
+      timer = setTimeout(check, quietMs).unref();
+  };
+  diagnostics.subscribe(requestStarts, onRequest);
+
+  return {
+    active: true,
+    collections: () => collections,
+    stop: () => {
+      diagnostics.unsubscribe(requestStarts, onRequest);
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+};
