@@ -318,6 +318,40 @@ describe("a settled task's facts read by hand", () => {
     expect(counts.fallback).toBeGreaterThan(500);
   });
 
+  it("are what the kind reads for a plain object: the schema's `in` checks never run", () => {
+    // The schema decode asks `key in object` for every declared key; the plain read asks only for an
+    // optional key whose value is undefined, and every optional key here has a value.
+    const asked: Array<string | symbol> = [];
+    const watched = <T extends object>(target: T): T =>
+      new Proxy(target, {
+        has: (on, key) => {
+          asked.push(key);
+          return Reflect.has(on, key);
+        },
+      });
+    const object = {
+      metadata: watched({
+        name: "t",
+        namespace: "default",
+        uid: "u",
+        resourceVersion: "1",
+        generation: 1,
+        creationTimestamp: "2026-11-22T12:00:00Z",
+        deletionTimestamp: "2026-11-22T12:00:00Z",
+        finalizers: [],
+        labels: {},
+        annotations: {},
+      }),
+      spec: watched({ ttlSecondsAfterFinished: 30 }),
+    };
+    expect(etcdOpsTaskKind.undecodedFacts?.(object)).toMatchObject({ ttlSeconds: 30, status: {} });
+    expect(asked).toEqual([]);
+    // The probe works: the schema decodes do ask.
+    expect(decodeTtlSeconds(object)).toBe(30);
+    expect(Result.isSuccess(decodeMetadataAndStatus(object))).toBe(true);
+    expect(asked).toEqual(expect.arrayContaining(["ttlSecondsAfterFinished", "name"]));
+  });
+
   it("leave to the schema, through the kind, what they do not read: a `__proto__` label", () => {
     const object: unknown = JSON.parse(
       JSON.stringify({
