@@ -10,6 +10,7 @@
  *
  *   scripts/bench opstask-at-rest --variant NAME=CLI[@NODE_OPTIONS] [--variant …] [--tasks N]
  *     [--etcds E] [--cache-tasks M] [--idle-seconds S] [--rounds R] [--snapshot-dir DIR [--heap-snapshots]]
+ *     [--lines-dir DIR]
  *
  * CLI is a bundled opstask (`node scripts/bundle.ts src/cli/main.ts OUT`, e.g. of another commit);
  * `@NODE_OPTIONS` replaces the Deployment's NODE_OPTIONS. The rest of the environment is the
@@ -18,6 +19,7 @@
  * Defaults: N 1,000, E 1,000, M 5,000, S 60, R 1.
  */
 import {
+  appendFileSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -79,6 +81,8 @@ const params = {
   etcds: intArg("etcds", 1_000),
   cacheTasks: intArg("cache-tasks", 5_000),
   idleSeconds: intArg("idle-seconds", 60),
+  /** Each variant's controller output, a line each with the time it was read (e.g. with v8=--trace-gc). */
+  linesDir: argValue("lines-dir"),
   rounds: Math.max(1, intArg("rounds", 1)),
   inFlight: 20,
   snapshotDir: argValue("snapshot-dir"),
@@ -121,6 +125,15 @@ const start = (variant: Variant, namespace: string, etcds: readonly string[]) =>
     ...(variant.cli === "" ? {} : { cli: variant.cli }),
     ...(variant.nodeOptions === undefined ? {} : { nodeOptions: variant.nodeOptions }),
     ...(variant.v8Flags === undefined ? {} : { env: { OPSTASK_V8_FLAGS: variant.v8Flags } }),
+    ...(params.linesDir === undefined
+      ? {}
+      : {
+          onLine: (line: string) =>
+            appendFileSync(
+              join(params.linesDir ?? "", `${variant.name}.log`),
+              `${new Date().toISOString()} ${line}\n`,
+            ),
+        }),
   });
 
 /**
