@@ -12,9 +12,10 @@
  * renewal or a single small task arms no timer at all.
  *
  * Hand-written because nothing in Node or V8 offers "collect when this process goes quiet": the
- * reducer's delay is a fixed time after a collection, not after the work. Needs `gc` (node's
- * `--expose-gc`, which the Deployment sets); without it this does nothing and V8's reducer is left
- * to do the job.
+ * reducer's delay is a fixed time after a collection, not after the work. Runs only with `gc`
+ * (node's `--expose-gc`) and V8's reducer off (`--no-memory-reducer` on node's command line: V8 reads
+ * it only at start), as deployed; otherwise it does nothing and the reducer does the job alone (with
+ * both, a collection here would only start the reducer's own two).
  */
 import * as diagnostics from "node:diagnostics_channel";
 import { getHeapStatistics } from "node:v8";
@@ -24,8 +25,13 @@ export interface MemoryReturnOptions {
   readonly quietMs?: number;
   /** Collect only when V8's committed heap grew at least this much since the last collection (default 1 MiB). */
   readonly minGrowthBytes?: number;
-  /** The collection (default: the `gc` that `--expose-gc` installs, as a full memory-reducing one). */
+  /**
+   * The collection (default: the `gc` that `--expose-gc` installs, as a full memory-reducing one, when
+   * node runs with `--no-memory-reducer`).
+   */
   readonly collect?: () => void;
+  /** Whether V8's own reducer is off (default: node's command line has `--no-memory-reducer`). */
+  readonly reducerOff?: boolean;
   /** V8's committed heap, bytes (default: `v8.getHeapStatistics().total_heap_size`). */
   readonly heapBytes?: () => number;
   /** Told of each collection: what the heap held before and after, and its CPU time. */
@@ -37,7 +43,7 @@ export interface MemoryReturnOptions {
 }
 
 export interface MemoryReturn {
-  /** Whether collections run (false without `gc`). */
+  /** Whether collections run (false without `gc` or with V8's reducer on). */
   readonly active: boolean;
   readonly collections: () => number;
   stop(): void;
@@ -61,7 +67,8 @@ const exposedGc = (): (() => void) | undefined => {
 };
 
 export const startMemoryReturn = (options: MemoryReturnOptions = {}): MemoryReturn => {
-  const collect = options.collect ?? exposedGc();
+  const reducerOff = options.reducerOff ?? process.execArgv.includes("--no-memory-reducer");
+  const collect = options.collect ?? (reducerOff ? exposedGc() : undefined);
   if (collect === undefined) return { active: false, collections: () => 0, stop: () => undefined };
   const quietMs = options.quietMs ?? 1_000;
   const minGrowth = options.minGrowthBytes ?? 1024 * 1024;

@@ -12,7 +12,7 @@ import { parse, parseAllDocuments } from "yaml";
 import { deployArtifactsCommand } from "../../src/cli/deploy-artifacts-command.ts";
 import { OptionError } from "../../src/cli/options.ts";
 import { repoRoot } from "../support/cluster.ts";
-import { deployedEnv } from "../support/deployed-env.ts";
+import { deployedEnv, deployedNodeFlags } from "../support/deployed-env.ts";
 
 const out = mkdtempSync(join(tmpdir(), "opstask-deploy-artifacts-"));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
@@ -76,6 +76,7 @@ describe("opstask deploy-artifacts", () => {
     const entrypoint = /^ENTRYPOINT (.*)$/m.exec(readFileSync(join(out, "Dockerfile"), "utf8"))?.[1] ?? "[]";
     expect(JSON.parse(entrypoint)).toEqual([
       "/nodejs/bin/node",
+      ...deployedNodeFlags(),
       ...(OPSTASK_V8_FLAGS ?? "").split(" "),
       "/app/dist/bundle/main.js",
     ]);

@@ -6,9 +6,10 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { startupV8Flags } from "../../src/cli/deploy/node-settings.ts";
 import { parseV8Flags } from "../../src/cli/v8-flags.ts";
 import { repoRoot } from "../support/cluster.ts";
-import { deployedEnv } from "../support/deployed-env.ts";
+import { deployedEnv, deployedNodeFlags } from "../support/deployed-env.ts";
 
 const node = (args: string[], env: Record<string, string>) =>
   spawnSync(process.execPath, args, {
@@ -55,11 +56,17 @@ describe("OPSTASK_V8_FLAGS", () => {
 
   it("is set in the Deployment, and `opstask controller` starts with it", () => {
     const env = deployedEnv();
-    expect(env.OPSTASK_V8_FLAGS).toBe("--optimize-for-size --no-memory-reducer");
+    expect(env.OPSTASK_V8_FLAGS).toBe("--optimize-for-size");
     const result = node([join(repoRoot, "src/cli/main.ts"), "controller", "--help"], {
       OPSTASK_V8_FLAGS: env.OPSTASK_V8_FLAGS ?? "",
     });
     expect(result.stderr).toBe("");
     expect(result.status).toBe(0);
+  });
+});
+
+describe("node flags V8 reads only at start", () => {
+  it("are on the image's ENTRYPOINT, as a kind's generated image has them", () => {
+    expect(deployedNodeFlags()).toEqual([...startupV8Flags]);
   });
 });

@@ -101,15 +101,28 @@ describe("memory return", () => {
     expect(collected).toEqual([]);
   });
 
-  it("is off without an exposed gc", () => {
+  it("uses the exposed gc only with V8's reducer off, and is off without gc", () => {
     const exposed = Reflect.get(globalThis, "gc");
-    Reflect.deleteProperty(globalThis, "gc");
     try {
-      const memory = startMemoryReturn();
-      expect(memory.active).toBe(false);
-      memory.stop();
+      Reflect.set(globalThis, "gc", () => undefined);
+      const bothOn = startMemoryReturn({ reducerOff: false });
+      const ours = startMemoryReturn({ reducerOff: true });
+      expect({ bothOn: bothOn.active, ours: ours.active }).toEqual({ bothOn: false, ours: true });
+      bothOn.stop();
+      ours.stop();
+      Reflect.deleteProperty(globalThis, "gc");
+      const noGc = startMemoryReturn({ reducerOff: true });
+      expect(noGc.active).toBe(false);
+      noGc.stop();
+      // This process runs without --no-memory-reducer: by default, off.
+      Reflect.set(globalThis, "gc", () => undefined);
+      expect(process.execArgv).not.toContain("--no-memory-reducer");
+      const byDefault = startMemoryReturn();
+      expect(byDefault.active).toBe(false);
+      byDefault.stop();
     } finally {
-      if (exposed !== undefined) Reflect.set(globalThis, "gc", exposed);
+      if (exposed === undefined) Reflect.deleteProperty(globalThis, "gc");
+      else Reflect.set(globalThis, "gc", exposed);
     }
   });
 });

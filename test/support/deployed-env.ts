@@ -1,6 +1,7 @@
 /**
  * The environment deploy/deployment.yaml gives the controller container (NODE_OPTIONS, MALLOC_ARENA_MAX
- * …), read from that file, so that tests and the benchmark run the controller process as deployed.
+ * …) and the node flags of the image's ENTRYPOINT, read from those files, so that tests and the
+ * benchmark run the controller process as deployed.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -29,4 +30,15 @@ export const deployedEnv = (): Record<string, string> => {
     return env;
   }
   throw new Error("deploy/deployment.yaml: no Deployment with a container env found");
+};
+
+/** The node flags of the image's ENTRYPOINT (the Dockerfile's), between node and the script. */
+export const deployedNodeFlags = (): string[] => {
+  const text = readFileSync(join(repoRoot, "Dockerfile"), "utf8");
+  const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(text)?.[1];
+  if (entrypoint === undefined) throw new Error("Dockerfile: no ENTRYPOINT in exec form found");
+  const parts: unknown = JSON.parse(entrypoint);
+  if (!Array.isArray(parts) || !parts.every((part) => typeof part === "string"))
+    throw new Error(`Dockerfile: ENTRYPOINT ${entrypoint} is not a list of strings`);
+  return parts.slice(1).filter((part) => part.startsWith("--"));
 };

@@ -15,7 +15,7 @@ import { writeKubeconfig } from "../../src/devcluster/kubeconfig.ts";
 import { freePort } from "../../src/devcluster/ports.ts";
 import { type ManagedProcess, startProcess } from "../../src/devcluster/process.ts";
 import { repoRoot } from "./cluster.ts";
-import { deployedEnv } from "./deployed-env.ts";
+import { deployedEnv, deployedNodeFlags } from "./deployed-env.ts";
 import { applyObjects } from "./druid-process.ts";
 
 export const opstaskNamespace = "opstask-system";
@@ -143,7 +143,8 @@ export const startOpstask = async (
   const child = startProcess({
     name: "opstask",
     command: process.execPath,
-    args: [...(settings.nodeArgs ?? []), cli, "controller", "--config", configFile],
+    // As the image runs it: its ENTRYPOINT's node flags first.
+    args: [...deployedNodeFlags(), ...(settings.nodeArgs ?? []), cli, "controller", "--config", configFile],
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: process.env.HOME ?? "/tmp",

@@ -3,8 +3,8 @@
  * and every kind's generated Deployment (a test compares the two): bounded V8 heaps, no optimizing
  * compiler, two malloc arenas, V8's size-over-speed heuristics, and the collection after a busy period
  * run by the controller when it goes quiet (runtime/memory-return.ts: `gc` exposed, V8's timed memory
- * reducer off). Why each: deploy/deployment.yaml's
- * comments and bench/PROFILE.md.
+ * reducer off). Why each: deploy/deployment.yaml's comments, the Dockerfile's and
+ * bench/PROFILE.md.
  */
 import { v8FlagsVariable } from "../v8-flags.ts";
 
@@ -18,6 +18,13 @@ export const tunedNodeEnv: Readonly<Record<string, string>> = {
  * V8 flags NODE_OPTIONS does not take. `opstask controller` applies them from OPSTASK_V8_FLAGS; a
  * kind's own image passes them on node's command line (its ENTRYPOINT).
  */
-export const tunedV8Flags: ReadonlyArray<string> = ["--optimize-for-size", "--no-memory-reducer"];
+export const tunedV8Flags: ReadonlyArray<string> = ["--optimize-for-size"];
+
+/**
+ * V8 flags read only when V8 starts, so on node's command line: the images' ENTRYPOINT (the flagship's
+ * Dockerfile, a kind's generated one). `--no-memory-reducer`: the controller returns a busy period's
+ * memory itself when it goes quiet (runtime/memory-return.ts) instead of V8's timed reducer.
+ */
+export const startupV8Flags: ReadonlyArray<string> = ["--no-memory-reducer"];
 
 export { v8FlagsVariable };
