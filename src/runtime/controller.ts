@@ -50,16 +50,6 @@ export type { ControllerHandle, ControllerOptions, ControllerStats } from "./con
 
 type Needs<R> = R | TaskWriter | EventRecorder;
 
-/** The commands performed without an effect: bookkeeping in this process only. */
-type Immediate<Task> = Extract<
-  CoreCommand<Task>,
-  { readonly _tag: "Wake" | "DueChanged" | "Store" | "Abort" }
->;
-type Effectful<Task> = Exclude<CoreCommand<Task>, Immediate<Task>>;
-const immediateTags: ReadonlySet<string> = new Set(["Wake", "DueChanged", "Store", "Abort"]);
-const isImmediate = <Task>(command: CoreCommand<Task>): command is Immediate<Task> =>
-  immediateTags.has(command._tag);
-
 /** The code of the newest entry in `status.lastErrors` of an object as written, if it has one. */
 const lastErrorCode = (written: KubeObject): string | undefined => {
   const status = (written as { readonly status?: { readonly lastErrors?: unknown } }).status;
@@ -150,33 +140,19 @@ export const runController = <Task, R>(
      */
     const performAll = (
       commands: ReadonlyArray<CoreCommand<Task>>,
-    ): Effect.Effect<void, never, Needs<R>> | undefined => forEachInOrder(commands, performOne);
+    ): Effect.Effect<void, never, Needs<R>> | undefined => forEachInOrder(commands, perform);
 
-    const performOne = (command: CoreCommand<Task>): Effect.Effect<void, never, Needs<R>> | undefined => {
-      if (!isImmediate(command)) return perform(command);
-      performNow(command);
-      return undefined;
-    };
-
-    const performNow = (command: Immediate<Task>): void => {
+    /** Bookkeeping in this process is done at once (undefined); the rest is answered as an effect. */
+    const perform = (command: CoreCommand<Task>): Effect.Effect<void, never, Needs<R>> | undefined => {
       switch (command._tag) {
         case "Wake":
-          wake(command.key);
-          break;
+          return void wake(command.key);
         case "DueChanged":
-          dueChanged();
-          break;
+          return void dueChanged();
         case "Store":
-          informer.upsert(command.object as KubeObject);
-          break;
+          return void informer.upsert(command.object as KubeObject);
         case "Abort":
-          aborts.get(command.callId)?.abort(new Error("the task was deleted during the call"));
-          break;
-      }
-    };
-
-    const perform = (command: Effectful<Task>): Effect.Effect<void, never, Needs<R>> => {
-      switch (command._tag) {
+          return void aborts.get(command.callId)?.abort(new Error("the task was deleted during the call"));
         case "Log":
           return (command.level === "error" ? Effect.logError : Effect.logInfo)(command.message).pipe(
             Effect.annotateLogs(command.fields),
