@@ -221,6 +221,9 @@ export const simulate = <Task, R = never, Spec = unknown>(
   const objects = new MemoryObjects();
   for (const { resource, object } of options.objects ?? []) objects.put(resource, object);
   const logs: Array<LoggedLine & { readonly name: string }> = [];
+  /** A line of the task `name`: a handler's through its context, or the controller's own. */
+  const log = (name: string, level: LoggedLine["level"], message: string, fields: LoggedLine["fields"]) =>
+    void logs.push({ level, message, fields, at: clock.now(), name });
   // `services` is required by the type exactly when R is not never, so the fallback provides nothing.
   const runtime = ManagedRuntime.make(options.services ?? (Layer.empty as Layer.Layer<R>));
   const inFlight = new Map<number, InFlight>();
@@ -237,13 +240,7 @@ export const simulate = <Task, R = never, Spec = unknown>(
     const line =
       (level: LoggedLine["level"]) =>
       (message: string, fields: Readonly<Record<string, unknown>> = {}) =>
-        void logs.push({
-          level,
-          message,
-          fields: { ...fields, ...keys },
-          at: clock.now(),
-          name: metadata.name,
-        });
+        log(metadata.name, level, message, { ...fields, ...keys });
     return {
       phase,
       attempt: info.attempt,
@@ -255,14 +252,7 @@ export const simulate = <Task, R = never, Spec = unknown>(
       clock: () => clock.now(),
       events: {
         record: (eventType, reason, note) =>
-          void controller.events.push({
-            uid: metadata.uid,
-            name: metadata.name,
-            eventType,
-            reason,
-            note,
-            at: clock.now(),
-          }),
+          controller.recordEvent({ uid: metadata.uid, name: metadata.name, eventType, reason, note }),
       },
     };
   };
@@ -334,18 +324,11 @@ export const simulate = <Task, R = never, Spec = unknown>(
     // As the runtime logs it: at ERROR, with its stack, once per kind of defect per task phase.
     onDefect: ({ call, reconcileID, defect }) => {
       const facts = factsOf(call.name);
-      logs.push({
-        level: "error",
-        message: `handler defect: ${defect.summary}`,
-        fields: {
-          ...(facts === undefined
-            ? { name: call.name, uid: call.uid, phase: call.phase, reconcileID }
-            : taskLogKeys(facts.metadata, call.phase, reconcileID)),
-          stack: defect.stack,
-        },
-        at: clock.now(),
-        name: call.name,
-      });
+      const keys =
+        facts === undefined
+          ? { name: call.name, uid: call.uid, phase: call.phase, reconcileID }
+          : taskLogKeys(facts.metadata, call.phase, reconcileID);
+      log(call.name, "error", `handler defect: ${defect.summary}`, { ...keys, stack: defect.stack });
     },
   });
 

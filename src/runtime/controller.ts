@@ -132,17 +132,12 @@ export const runController = <Task, R>(
 
     /** Steps the core with `input` and performs its commands (each answer is fed back the same way). */
     const feed = (input: CoreInput<Task>): Effect.Effect<void, never, Needs<R>> =>
-      Effect.suspend(() => performAll(core.step(input)) ?? Effect.void);
+      Effect.suspend(() => forEachInOrder(core.step(input), perform) ?? Effect.void);
 
     /**
-     * Performs `commands` in order: one that needs no effect at once, the rest as effects (undefined:
-     * all were performed at once). A watched change of a settled task answers one such command.
+     * Performs a command: bookkeeping in this process at once (undefined), the rest as an effect. A
+     * watched change of a settled task answers only bookkeeping, so a batch of them builds no effect.
      */
-    const performAll = (
-      commands: ReadonlyArray<CoreCommand<Task>>,
-    ): Effect.Effect<void, never, Needs<R>> | undefined => forEachInOrder(commands, perform);
-
-    /** Bookkeeping in this process is done at once (undefined); the rest is answered as an effect. */
     const perform = (command: CoreCommand<Task>): Effect.Effect<void, never, Needs<R>> | undefined => {
       switch (command._tag) {
         case "Wake":
@@ -328,7 +323,10 @@ export const runController = <Task, R>(
           );
     };
     const stepChanged = ({ type, key, object }: Change) =>
-      performAll(core.step({ _tag: "Changed", type, key, object, now: clock.currentTimeMillisUnsafe() }));
+      forEachInOrder(
+        core.step({ _tag: "Changed", type, key, object, now: clock.currentTimeMillisUnsafe() }),
+        perform,
+      );
 
     yield* informer.changes.pipe(
       Stream.runForEachArray((changes) => runInOrder(changes, carry)),
@@ -352,7 +350,7 @@ export const runController = <Task, R>(
       /** A group object's change wakes the unfinished tasks of its group (the key is the group's). */
       const relate = ({ object, key, type }: Change) => {
         if (type === "DELETED") observer.groupGone?.(object.metadata.namespace, object.metadata.name);
-        return performAll(core.step({ _tag: "RelatedChanged", group: key }));
+        return forEachInOrder(core.step({ _tag: "RelatedChanged", group: key }), perform);
       };
       yield* groups.changes.pipe(
         Stream.runForEachArray((changes) => runInOrder(changes, relate)),

@@ -268,6 +268,11 @@ export class SimulatedController<Task> {
     return result;
   }
 
+  /** Records an Event of a task, the controller's or a handler's (through its context), at the clock's now. */
+  recordEvent(event: Omit<RecordedEvent, "at">): void {
+    this.events.push({ ...event, at: this.#options.clock.now() });
+  }
+
   /** Whether a task is finished (Succeeded, Failed, Rejected) or gone, for checks. */
   terminalOrGone(namespace: string, name: string): boolean {
     const stored = this.#options.server.get(namespace, name);
@@ -468,15 +473,8 @@ export class SimulatedController<Task> {
     const { request } = command;
     this.#running.get(pass.id)?.effects.push(request._tag);
     if (request._tag === "RecordEvent") {
-      const name = splitKey(pass.key)[1];
-      this.events.push({
-        uid: pass.uid,
-        name,
-        eventType: request.eventType,
-        reason: request.reason,
-        note: request.note,
-        at: now,
-      });
+      const { eventType, reason, note } = request;
+      this.recordEvent({ uid: pass.uid, name: splitKey(pass.key)[1], eventType, reason, note });
       return { _tag: "Answered", pass, answer: Answer.Done({ now }), now };
     }
     const [namespace, name] = splitKey(pass.key);
