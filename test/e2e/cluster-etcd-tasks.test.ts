@@ -170,6 +170,7 @@ describe("on-demand snapshots of a 3-member etcd cluster in pods, by the control
       cluster.run("curl", [
         ...[
           "--silent",
+          "--show-error",
           "--insecure",
           "--max-time",
           "10",
@@ -181,8 +182,22 @@ describe("on-demand snapshots of a 3-member etcd cluster in pods, by the control
         ...["--header", `Authorization: Bearer ${bearer}`],
         `https://${service.spec?.clusterIP ?? ""}:8443/metrics`,
       ]);
+    // kube-proxy programs a Service's rules on its own schedule after its pods are Ready, and a
+    // connection before that fails at once (it did once, 159 ms after the lab was up). What is checked
+    // here is who may read /metrics, so the first scrape waits for the Service to answer at all.
+    const answered = (bearer: string) =>
+      waitFor(
+        "the metrics Service to answer",
+        () =>
+          scrape(bearer).catch((error: unknown) => {
+            console.log(`metrics Service not answering yet: ${String(error).slice(-200)}`);
+            return undefined;
+          }),
+        30_000,
+        500,
+      );
     // RBAC changes reach the apiserver's authorizer at once; the controller asks it on every scrape.
-    expect(await scrape(scraper)).toBe("200");
+    expect(await answered(scraper)).toBe("200");
     expect(await scrape(stranger)).toBe("403");
   });
 
