@@ -5,7 +5,9 @@
  * multiples), so an anonymous mapping whose size is a multiple of 256 KiB counts as V8's; the rest of
  * the anonymous memory is malloc's other arenas and thread stacks. A reading, not an exact split.
  *
- *   node bench/memory-by-mapping.ts PID [PID …]     (prints one table, a column per process, MB)
+ *   node bench/memory-by-mapping.ts PID|FILE [PID|FILE …]     (a column per process, MB)
+ *
+ * A FILE is a saved copy of a smaps (bench/opstask-at-rest.ts --snapshot-dir writes them).
  */
 import { readFileSync } from "node:fs";
 
@@ -19,7 +21,7 @@ interface Mapping {
 const parse = (pid: string): Mapping[] => {
   const mappings: Mapping[] = [];
   let current: { name: string; size: number; rss: number; anonymous: number } | undefined;
-  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+  for (const line of readFileSync(/^\d+$/.test(pid) ? `/proc/${pid}/smaps` : pid, "utf8").split("\n")) {
     const header = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (header !== null) {
       if (current !== undefined) mappings.push(current);

@@ -15,7 +15,9 @@
  * CLI is a bundled opstask (`node scripts/bundle.ts src/cli/main.ts OUT`, e.g. of another commit);
  * `@NODE_OPTIONS` replaces the Deployment's NODE_OPTIONS. The rest of the environment is the
  * Deployment's (test/support/deployed-env.ts); OPSTASK_V8_FLAGS can be set per variant by prefixing
- * NODE_OPTIONS with `v8=FLAGS;` (spaces as commas), e.g. `base=/tmp/b/main.js@v8=--optimize-for-size,--x;--jitless`.
+ * NODE_OPTIONS with `v8=FLAGS;` (spaces as commas), e.g. `base=/tmp/b/main.js@v8=--optimize-for-size,--x;--jitless`,
+ * and node's command-line flags after the ENTRYPOINT's with `node=FLAGS;` (V8 flags that count only
+ * when the heap is set up, e.g. `node=--heap-growing-percent=20;--jitless`).
  * Defaults: N 1,000, E 1,000, M 5,000, S 60, R 1.
  */
 import {
@@ -57,6 +59,8 @@ interface Variant {
   readonly cli: string;
   readonly nodeOptions?: string;
   readonly v8Flags?: string;
+  /** Node command-line flags after the ENTRYPOINT's (V8 flags that only count at start go here). */
+  readonly nodeArgs?: readonly string[];
 }
 
 const parseVariant = (text: string): Variant => {
@@ -66,10 +70,18 @@ const parseVariant = (text: string): Variant => {
   const [cli, options] = rest.split(/@(.*)/s);
   if (cli === undefined) throw new Error(`--variant ${text}: no CLI`);
   if (options === undefined) return { name, cli };
-  const v8 = /^v8=([^;]*);(.*)$/s.exec(options);
-  return v8 === null
-    ? { name, cli, nodeOptions: options }
-    : { name, cli, v8Flags: (v8[1] ?? "").replaceAll(",", " "), nodeOptions: v8[2] ?? "" };
+  let variant: Variant = { name, cli };
+  let rest2 = options;
+  for (
+    let prefix = /^(v8|node)=([^;]*);/s.exec(rest2);
+    prefix !== null;
+    prefix = /^(v8|node)=([^;]*);/s.exec(rest2)
+  ) {
+    const flags = (prefix[2] ?? "").split(",").filter((flag) => flag !== "");
+    variant = prefix[1] === "v8" ? { ...variant, v8Flags: flags.join(" ") } : { ...variant, nodeArgs: flags };
+    rest2 = rest2.slice(prefix[0].length);
+  }
+  return { ...variant, nodeOptions: rest2 };
 };
 
 const variants: Variant[] = process.argv
@@ -100,6 +112,8 @@ const MB = (bytes: number | undefined) => (bytes === undefined ? Number.NaN : by
 type Row = Record<string, number>;
 const results = new Map<string, Row[]>();
 
+for (const dir of [params.linesDir, params.snapshotDir])
+  if (dir !== undefined) mkdirSync(dir, { recursive: true });
 const scratch = mkdtempSync(join(tmpdir(), "opstask-at-rest-"));
 const audit = auditLog(scratch, [opstaskUser]);
 progress("starting the control plane");
@@ -125,6 +139,7 @@ const start = (variant: Variant, namespace: string, etcds: readonly string[]) =>
     ...(variant.cli === "" ? {} : { cli: variant.cli }),
     ...(variant.nodeOptions === undefined ? {} : { nodeOptions: variant.nodeOptions }),
     ...(variant.v8Flags === undefined ? {} : { env: { OPSTASK_V8_FLAGS: variant.v8Flags } }),
+    ...(variant.nodeArgs === undefined ? {} : { nodeArgs: variant.nodeArgs }),
     ...(params.linesDir === undefined
       ? {}
       : {
@@ -157,6 +172,27 @@ const snapshot = async (variant: Variant, pid: number, label: string): Promise<v
     renameSync(join(params.snapshotDir, made), join(params.snapshotDir, `${label}.heapsnapshot`));
 };
 
+/**
+ * With `--snapshot-dir`: /proc/PID/smaps whenever the RSS, read every 100 ms, is the highest yet, so
+ * the file left is the burst's peak by mapping (to within the sampling).
+ */
+const watchPeakSmaps = (pid: number, label: string): { stop: () => void } => {
+  const dir = params.snapshotDir;
+  if (dir === undefined) return { stop: () => {} };
+  let highest = 0;
+  const timer = setInterval(() => {
+    const rss = procSample(pid)?.rss ?? 0;
+    if (rss <= highest) return;
+    highest = rss;
+    try {
+      writeFileSync(join(dir, `${label}.smaps`), readFileSync(`/proc/${pid}/smaps`, "utf8"));
+    } catch {
+      // The process may have ended; the last file written stays.
+    }
+  }, 100);
+  return { stop: () => clearInterval(timer) };
+};
+
 const runVariant = async (variant: Variant): Promise<Row> => {
   const row: Row = {};
   const namespace = await createTestNamespace(kc, "at-rest");
@@ -179,6 +215,7 @@ const runVariant = async (variant: Variant): Promise<Row> => {
     const mark = audit.mark();
     const cpu0 = procSample(pid)?.cpuMs ?? Number.NaN;
     const t0 = performance.now();
+    const peakWatch = watchPeakSmaps(pid, `${variant.name}-burst-peak`);
     await createTasks(
       kc,
       namespace,
@@ -198,6 +235,7 @@ const runVariant = async (variant: Variant): Promise<Row> => {
     row["task writes per task to Succeeded"] =
       requests.filter((r) => isWrite(r) && r.resource.startsWith("etcdopstasks")).length / burst.length;
     row["peak RSS in the burst, MB"] = MB(procSample(pid)?.peakRss);
+    peakWatch.stop();
     const first = burst[0];
     if (template === undefined && first !== undefined) template = await settledTemplate(kc, namespace, first);
 
@@ -281,7 +319,7 @@ console.log(
 );
 for (const variant of variants)
   console.log(
-    `- ${variant.name}: ${variant.cli || "this checkout"}${variant.nodeOptions === undefined ? "" : `, NODE_OPTIONS \`${variant.nodeOptions}\``}${variant.v8Flags === undefined ? "" : `, OPSTASK_V8_FLAGS \`${variant.v8Flags}\``}`,
+    `- ${variant.name}: ${variant.cli || "this checkout"}${variant.nodeOptions === undefined ? "" : `, NODE_OPTIONS \`${variant.nodeOptions}\``}${variant.v8Flags === undefined ? "" : `, OPSTASK_V8_FLAGS \`${variant.v8Flags}\``}${variant.nodeArgs === undefined ? "" : `, node flags \`${variant.nodeArgs.join(" ")}\``}`,
   );
 table(
   ["figure", ...variants.map((v) => v.name)],
