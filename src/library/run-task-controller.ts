@@ -360,8 +360,9 @@ export const runTaskController = async <Task, R = never>(
         Effect.forkScoped,
       );
     }
-    // A busy period's memory back once it is quiet (with --expose-gc, as deployed; else V8's reducer does it).
-    yield* Effect.acquireRelease(
+    // The heap near what the controller holds while it works (from the caches' fill on), and a busy
+    // period's memory back once it is quiet (with --expose-gc, as deployed; else V8 does both).
+    const memory = yield* Effect.acquireRelease(
       Effect.sync(() =>
         startMemoryReturn({
           onCollected: ({ beforeBytes, afterBytes, ms }) =>
@@ -415,6 +416,7 @@ export const runTaskController = async <Task, R = never>(
           ),
       }),
     );
+    memory.hold();
     synced = true;
   }).pipe(
     Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel ?? "info"]),

@@ -1,8 +1,10 @@
 /**
  * The collection after a busy period (src/runtime/memory-return.ts): once, when the requests stop and
  * the heap grew; never while requests keep coming, never for a heap that did not grow, and no timer
- * at all while nothing happens. Requests are real HTTP requests to a local server (the module hears
- * of them through Node's diagnostics channel); the heap's size is the test's to say.
+ * at all while nothing happens. The collections while busy: at the request that finds the used heap
+ * more than the headroom above the last result, later when they find mostly live data. Requests are
+ * real HTTP requests to a local server (the module hears of them through Node's diagnostics channel);
+ * the heap's size is the test's to say.
  */
 import { createServer, get, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -40,8 +42,43 @@ const setUp = () => {
       collected.push(performance.now());
       heap.bytes = 20 * MiB;
     },
+    busyHeadroomBytes: 0,
   });
   return { heap, collected, memory };
+};
+
+/**
+ * A busy ceiling over a used heap the test sets: each request first adds `perRequest` to it; a busy
+ * collection leaves `live` plus what `keeps` says of the garbage. `at` lists the requests (1-based)
+ * at which it collected, `seen` the used heap each request found.
+ */
+const busyRun = async (requests: number, keeps: (used: number, live: number) => number) => {
+  const used = { bytes: 10 * MiB, live: 10 * MiB };
+  const at: number[] = [];
+  const seen: number[] = [];
+  let count = 0;
+  const memory = startMemoryReturn({
+    quietMs: 60_000,
+    collect: () => undefined,
+    heapBytes: () => 0,
+    busyHeadroomBytes: 4 * MiB,
+    usedBytes: () => used.bytes,
+    collectBusy: () => {
+      at.push(count);
+      used.bytes = keeps(used.bytes, used.live);
+    },
+  });
+  memory.hold();
+  try {
+    for (count = 1; count <= requests; count++) {
+      used.bytes += MiB;
+      seen.push(used.bytes);
+      await request();
+    }
+  } finally {
+    memory.stop();
+  }
+  return { at, seen, memory, used };
 };
 
 describe("memory return", () => {
@@ -99,6 +136,107 @@ describe("memory return", () => {
     await request();
     await sleep(quietMs * 3);
     expect(collected).toEqual([]);
+  });
+
+  it("collects while busy at the request that finds the used heap more than the headroom above the last result", async () => {
+    // All garbage: each collection leaves the live 10 MiB.
+    const { at, seen, memory } = await busyRun(12, (_, live) => live);
+    expect(at).toEqual([5, 10]);
+    expect(memory.busyCollections()).toBe(2);
+    // What the requests found never went above the live size plus the headroom by more than a request's growth.
+    expect(Math.max(...seen)).toBe(15 * MiB);
+  });
+
+  it("lets the next collection wait for twice the growth, up to 8 MiB, when one finds mostly live data", async () => {
+    // Each collection frees only 1 MiB (a cache filling): the allowance goes 4 -> 8 -> 8 MiB.
+    const { at } = await busyRun(30, (used) => used - MiB);
+    // Request 5 finds 15 MiB (> 10 + 4) and leaves 14, allowed 8; request 14 finds 23 (> 14 + 8) and
+    // leaves 22, allowed still 8; request 23 finds 31 (> 22 + 8).
+    expect(at).toEqual([5, 14, 23]);
+    // Once one frees most of what grew, the allowance is back to 4 MiB.
+    const back = await busyRun(20, (used, live) => (used > 20 * MiB ? live : used - MiB));
+    // 5 (15 -> 14, allowed 8), 14 (23 -> 10: mostly garbage, allowed 4 again), 19 (15 > 10 + 4).
+    expect(back.at).toEqual([5, 14, 19]);
+  });
+
+  it("takes a drop in the used heap (V8's own collection) as the new base", async () => {
+    const used = { bytes: 20 * MiB };
+    const memory = startMemoryReturn({
+      quietMs: 60_000,
+      collect: () => undefined,
+      heapBytes: () => 0,
+      busyHeadroomBytes: 4 * MiB,
+      usedBytes: () => used.bytes,
+      collectBusy: () => {
+        used.bytes = 12 * MiB;
+      },
+    });
+    memory.hold();
+    try {
+      used.bytes = 12 * MiB; // V8 collected: 12 is the base now
+      await request();
+      used.bytes = 23 * MiB; // below 20 + 4, but above 12 + 4
+      await request();
+      expect(memory.busyCollections()).toBe(1);
+      // Left 12. V8 collects again, to 14 (above the last result, but 2 MiB below the last request's 16):
+      // 14 is the base, so 17.5 does not collect and 18.5 does.
+      for (const [mib, collections] of [
+        [16, 1],
+        [14, 1],
+        [17.5, 1],
+        [18.5, 2],
+      ] as const) {
+        used.bytes = mib * MiB;
+        await request();
+        expect({ mib, collections: memory.busyCollections() }).toEqual({ mib, collections });
+      }
+    } finally {
+      memory.stop();
+    }
+  });
+
+  it("does not collect while busy without a busy collection, with no headroom, or before hold()", async () => {
+    const off = startMemoryReturn({
+      quietMs: 60_000,
+      collect: () => undefined,
+      heapBytes: () => 0,
+      busyHeadroomBytes: 0,
+      usedBytes: () => 100 * MiB,
+      collectBusy: () => undefined,
+    });
+    const none = startMemoryReturn({ quietMs: 60_000, collect: () => undefined, heapBytes: () => 0 });
+    const used = { bytes: 10 * MiB };
+    const notYet = startMemoryReturn({
+      quietMs: 60_000,
+      collect: () => undefined,
+      heapBytes: () => 0,
+      busyHeadroomBytes: 4 * MiB,
+      usedBytes: () => used.bytes,
+      collectBusy: () => undefined,
+    });
+    off.hold();
+    none.hold();
+    try {
+      used.bytes = 100 * MiB;
+      await request();
+      await request();
+      expect({
+        off: off.busyCollections(),
+        none: none.busyCollections(),
+        notYet: notYet.busyCollections(),
+      }).toEqual({ off: 0, none: 0, notYet: 0 });
+      // Held from now on, from the heap it holds now: the request that finds 4 MiB more collects.
+      notYet.hold();
+      await request();
+      expect(notYet.busyCollections()).toBe(0);
+      used.bytes = 105 * MiB;
+      await request();
+      expect(notYet.busyCollections()).toBe(1);
+    } finally {
+      off.stop();
+      none.stop();
+      notYet.stop();
+    }
   });
 
   it("uses the exposed gc only with V8's reducer off, and is off without gc", () => {
