@@ -45,8 +45,9 @@ COPY --from=build /app/dist/bundle ./dist/bundle
 USER 65532:65532
 # Secure metrics (HTTPS, authenticated) and the probes; `--metrics-secure=false` serves metrics on 8080.
 EXPOSE 8443 8081
-# --no-memory-reducer: V8 reads it only at start (NODE_OPTIONS refuses it). The controller returns a busy
-# period's memory itself when it goes quiet (src/runtime/memory-return.ts, with the Deployment's
-# --expose-gc) instead of V8's reducer, whose collections land seconds later in the idle time.
+# --no-memory-reducer: V8 reads it only at start (NODE_OPTIONS refuses it). The controller keeps its heap
+# near what is live while busy and returns a busy period's memory itself when it goes quiet
+# (src/runtime/memory-return.ts, with the Deployment's --expose-gc) instead of V8's reducer, whose
+# collections land seconds later in the idle time.
 ENTRYPOINT ["/nodejs/bin/node", "--no-memory-reducer", "/app/dist/bundle/main.js"]
 CMD ["controller"]

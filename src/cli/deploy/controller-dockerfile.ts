@@ -41,8 +41,9 @@ COPY --from=build /app/dist/bundle ./dist/bundle
 USER 65532:65532
 EXPOSE ${metricsPort} ${probePort}
 # ${[...startupV8Flags, ...tunedV8Flags].join(" ")}: V8 grows the heap less eagerly, and the controller, not V8's timed
-# reducer, returns a busy period's memory when it goes quiet (NODE_OPTIONS does not take these; the
-# Deployment sets NODE_OPTIONS, with --expose-gc for that collection).
+# reducer, keeps the heap near what is live while busy and returns a busy period's memory when it goes
+# quiet (NODE_OPTIONS does not take these; the Deployment sets NODE_OPTIONS, with --expose-gc for those
+# collections).
 ENTRYPOINT ${entrypoint}
 `;
 };

@@ -1,9 +1,9 @@
 /**
  * The Node settings of the deployed controller, the same for the flagship (deploy/deployment.yaml)
  * and every kind's generated Deployment (a test compares the two): bounded V8 heaps, no optimizing
- * compiler, two malloc arenas, V8's size-over-speed heuristics, and the collection after a busy period
- * run by the controller when it goes quiet (runtime/memory-return.ts: `gc` exposed, V8's timed memory
- * reducer off). Why each: deploy/deployment.yaml's comments, the Dockerfile's and
+ * compiler, two malloc arenas, V8's size-over-speed heuristics, and the heap kept by the controller
+ * itself, near what is live while busy and given back when it goes quiet (runtime/memory-return.ts:
+ * `gc` exposed, V8's timed memory reducer off). Why each: deploy/deployment.yaml's comments, the Dockerfile's and
  * bench/PROFILE.md.
  */
 import { v8FlagsVariable } from "../v8-flags.ts";
@@ -22,8 +22,9 @@ export const tunedV8Flags: ReadonlyArray<string> = ["--optimize-for-size"];
 
 /**
  * V8 flags read only when V8 starts, so on node's command line: the images' ENTRYPOINT (the flagship's
- * Dockerfile, a kind's generated one). `--no-memory-reducer`: the controller returns a busy period's
- * memory itself when it goes quiet (runtime/memory-return.ts) instead of V8's timed reducer.
+ * Dockerfile, a kind's generated one). `--no-memory-reducer`: the controller keeps its heap itself,
+ * near what is live while busy and given back when it goes quiet (runtime/memory-return.ts), instead
+ * of V8's timed reducer.
  */
 export const startupV8Flags: ReadonlyArray<string> = ["--no-memory-reducer"];
 
