@@ -1,18 +1,20 @@
 /**
- * Keeps V8's heap near what the controller holds, without waking an idle controller: while it works,
- * V8 starts marking earlier than it would; once it is quiet, one full collection gives the busy
- * period's memory back.
+ * Keeps V8's heap near what the controller holds: while it works, a collection whenever the heap is
+ * 4 MiB above what the last one left; once it is quiet, one full collection that gives the busy
+ * period's memory back. Neither ever wakes an idle controller.
  *
- * While busy. V8 lets the old generation grow at least 8 MiB past what the last collection left
- * (heap-controller.cc's minimum growing step, in every mode that memory-reducing collections reach)
- * and starts its incremental marking only close to that limit, so a 1,000-task burst on a ~16 MiB
- * heap peaked at ~27 MiB: ~14 MB of the burst's peak RSS (bench/PROFILE.md). No flag shortens the
- * step, but `--incremental-marking-hard-trigger` starts marking once the heap is that percent of the
- * way to the limit; marking is incremental and concurrent, so each collection costs the main thread
- * little. `hold()` sets it (`markingTriggerPercent`, default 25) once the controller's caches are
- * filled: a takeover's LIST is mostly kept, and marking earlier there only costs CPU (0.14–0.22 s on
- * 5,000 tasks). Collections of our own at a lower limit were tried: full and atomic, they cost the
- * main thread ~5× V8's own for the same peak.
+ * While busy. V8 lets the old generation grow at least 8 MiB past the live size before collecting
+ * (heap-controller.cc's minimum growing step, in every mode but one that memory-reducing collections
+ * never reach), so a burst on a 15 MiB heap peaked at ~29 MiB committed: ~14 MB of the burst's peak
+ * RSS (bench/PROFILE.md). No flag shortens that step. From `hold()` on (the controller calls it
+ * once its caches are filled: a takeover's LIST is mostly kept, and V8's incremental collections
+ * cost it less CPU than full ones here, ~0.12 s on 5,000 tasks), at each request the controller
+ * starts (Node's diagnostics channel, a few microseconds: no timer), a regular full collection runs
+ * when the used heap is `busyHeadroomBytes` above the last collection's result. When one finds mostly
+ * live data (a cache filling), the next waits for twice the growth, up to V8's own step, so a growing
+ * cache is not collected over and over. Starting V8's incremental marking earlier instead
+ * (`--incremental-marking-hard-trigger=25`) was measured side by side: a higher peak (80.6 against
+ * 77.9 MB) for more CPU per task (28.1 against 26.4 ms).
  *
  * Once quiet. V8's own memory reducer does this job on a timer: it starts 8 s after a major
  * collection and then runs two more, ~100 ms of CPU on this controller's heap, wherever that lands —
@@ -23,14 +25,14 @@
  * but the Lease's renewals), and only when V8's heap grew by `minGrowthBytes` since the last one, so a
  * Lease renewal or a single small task arms no timer at all.
  *
- * Hand-written because nothing in Node or V8 offers "collect when this process goes quiet": the
- * reducer's delay is a fixed time after a collection, not after the work. Runs only with `gc` (node's
+ * Hand-written because nothing in Node or V8 offers either: the reducer's delay is a fixed time after
+ * a collection, not after the work, and V8's growing step is a constant. Runs only with `gc` (node's
  * `--expose-gc`) and V8's reducer off (`--no-memory-reducer` on node's command line: V8 reads it only
- * at start), as deployed; otherwise it does nothing, sets no flag, and V8 does the job alone (with
- * both, a collection here would only start the reducer's own two).
+ * at start), as deployed; otherwise it does nothing and V8 does the job alone (with both, a
+ * collection here would only start the reducer's own two).
  */
 import * as diagnostics from "node:diagnostics_channel";
-import { getHeapStatistics, setFlagsFromString } from "node:v8";
+import { getHeapStatistics } from "node:v8";
 
 export interface MemoryReturnOptions {
   /** How long without a request before collecting (default 1 s). */
@@ -47,12 +49,17 @@ export interface MemoryReturnOptions {
   /** V8's committed heap, bytes (default: `v8.getHeapStatistics().total_heap_size`). */
   readonly heapBytes?: () => number;
   /**
-   * Once held, V8 starts its incremental marking when the old generation is this percent of the way
-   * from what the last collection left to its limit (default 25; 0 leaves V8's own start).
+   * While requests are made: a regular full collection whenever V8's used heap is this much above what
+   * the last collection left (default 4 MiB; 0 turns it off).
    */
-  readonly markingTriggerPercent?: number;
-  /** Sets a V8 flag (default: `v8.setFlagsFromString`). */
-  readonly setV8Flag?: (flag: string) => void;
+  readonly busyHeadroomBytes?: number;
+  /** V8's used heap, bytes (default: `v8.getHeapStatistics().used_heap_size`). */
+  readonly usedBytes?: () => number;
+  /**
+   * The collection while busy (default: the exposed `gc` as a regular full collection, when node runs
+   * with `--no-memory-reducer`; without one, nothing is collected while busy).
+   */
+  readonly collectBusy?: () => void;
   /** Told of each collection: what the heap held before and after, and its CPU time. */
   readonly onCollected?: (collected: {
     readonly beforeBytes: number;
@@ -64,11 +71,18 @@ export interface MemoryReturnOptions {
 export interface MemoryReturn {
   /** Whether collections run (false without `gc` or with V8's reducer on). */
   readonly active: boolean;
+  /** Collections once quiet. */
   readonly collections: () => number;
-  /** Starts V8's marking earlier from now on (the caches are filled); once, and only when active. */
+  /** Collections while busy. */
+  readonly busyCollections: () => number;
+  /** Holds the heap within the headroom while busy from now on (the caches are filled). */
   hold(): void;
   stop(): void;
 }
+
+/** V8's minimum growing step of the old generation's limit (heap-controller.cc), bytes. */
+const MiB = 1024 * 1024;
+const v8GrowingStep = 8 * MiB;
 
 /** Node's channel of every outgoing HTTP(S) request: the kube client's, the handlers', all. */
 const requestStarts = "http.client.request.start";
@@ -76,30 +90,43 @@ const requestStarts = "http.client.request.start";
 type ExposedGc = (options: {
   readonly type: "major";
   readonly execution: "sync";
-  readonly flavor: "last-resort";
+  readonly flavor: "regular" | "last-resort";
 }) => void;
 
-const exposedGc = (): (() => void) | undefined => {
+const exposedGc = (flavor: "regular" | "last-resort"): (() => void) | undefined => {
   const gc: unknown = Reflect.get(globalThis, "gc");
   if (typeof gc !== "function") return undefined;
   const collect = gc as ExposedGc;
   // "last-resort": V8's most thorough collection, which compacts and releases pages, as the reducer's does.
-  return () => collect({ type: "major", execution: "sync", flavor: "last-resort" });
+  return () => collect({ type: "major", execution: "sync", flavor });
 };
 
 export const startMemoryReturn = (options: MemoryReturnOptions = {}): MemoryReturn => {
   const reducerOff = options.reducerOff ?? process.execArgv.includes("--no-memory-reducer");
-  const collect = options.collect ?? (reducerOff ? exposedGc() : undefined);
+  const collect = options.collect ?? (reducerOff ? exposedGc("last-resort") : undefined);
   if (collect === undefined)
-    return { active: false, collections: () => 0, hold: () => undefined, stop: () => undefined };
+    return {
+      active: false,
+      collections: () => 0,
+      busyCollections: () => 0,
+      hold: () => undefined,
+      stop: () => undefined,
+    };
+  const collectBusy = options.collectBusy ?? (reducerOff ? exposedGc("regular") : undefined);
+  const busyHeadroom = collectBusy === undefined ? 0 : (options.busyHeadroomBytes ?? 4 * MiB);
+  const usedBytes = options.usedBytes ?? (() => getHeapStatistics().used_heap_size);
+  let holding = false;
+  let liveUsed = 0;
+  let lastUsed = 0;
+  let allowed = busyHeadroom;
   const quietMs = options.quietMs ?? 1_000;
-  const minGrowth = options.minGrowthBytes ?? 1024 * 1024;
+  const minGrowth = options.minGrowthBytes ?? MiB;
   const heapBytes = options.heapBytes ?? (() => getHeapStatistics().total_heap_size);
   let baseline = heapBytes();
   let lastRequest = 0;
   let timer: NodeJS.Timeout | undefined;
   let collections = 0;
-  let held = false;
+  let busyCollections = 0;
 
   const check = () => {
     const waited = performance.now() - lastRequest;
@@ -125,8 +152,27 @@ export const startMemoryReturn = (options: MemoryReturnOptions = {}): MemoryRetu
     });
   };
 
+  const holdWhileBusy = () => {
+    const used = usedBytes();
+    // V8 collected on its own (the heap fell below the last result, or by more than a MiB since the
+    // last request, more than a scavenge of the Deployment's 1 MiB semi-space frees): its result is
+    // the new base.
+    if (used < liveUsed || used < lastUsed - MiB) liveUsed = used;
+    lastUsed = used;
+    if (used <= liveUsed + allowed) return;
+    collectBusy?.();
+    busyCollections += 1;
+    const after = usedBytes();
+    // Mostly live (a cache filling, a takeover's LIST being kept): the next waits for twice the
+    // growth, up to V8's own step, beyond which V8 collects first anyway.
+    allowed = used - after < allowed / 2 ? Math.min(allowed * 2, v8GrowingStep) : busyHeadroom;
+    liveUsed = after;
+    lastUsed = after;
+  };
+
   const onRequest = () => {
     lastRequest = performance.now();
+    if (holding) holdWhileBusy();
     // The heap is looked at only while no timer is armed: once per quiet period, not per request.
     if (timer === undefined && heapBytes() >= baseline + minGrowth)
       timer = setTimeout(check, quietMs).unref();
@@ -136,11 +182,12 @@ export const startMemoryReturn = (options: MemoryReturnOptions = {}): MemoryRetu
   return {
     active: true,
     collections: () => collections,
+    busyCollections: () => busyCollections,
     hold: () => {
-      const percent = options.markingTriggerPercent ?? 25;
-      if (held || percent <= 0) return;
-      held = true;
-      (options.setV8Flag ?? setFlagsFromString)(`--incremental-marking-hard-trigger=${percent}`);
+      if (busyHeadroom <= 0 || holding) return;
+      holding = true;
+      liveUsed = usedBytes();
+      lastUsed = liveUsed;
     },
     stop: () => {
       diagnostics.unsubscribe(requestStarts, onRequest);

@@ -1,12 +1,11 @@
 /**
- * The controller's own heap keeping (src/runtime/memory-return.ts). The collection after a busy period:
- * once, when the requests stop and the heap grew; never while requests keep coming, never for a heap
- * that did not grow, and no timer at all while nothing happens. Requests are real HTTP requests to a
- * local server (the module hears of them through Node's diagnostics channel); the heap's size is the
- * test's to say. While busy: `hold()` sets V8's marking trigger once, only when active, and that flag
- * set at run time changes when V8 collects (a child process counts its major collections).
+ * The collection after a busy period (src/runtime/memory-return.ts): once, when the requests stop and
+ * the heap grew; never while requests keep coming, never for a heap that did not grow, and no timer
+ * at all while nothing happens. The collections while busy: at the request that finds the used heap
+ * more than the headroom above the last result, later when they find mostly live data. Requests are
+ * real HTTP requests to a local server (the module hears of them through Node's diagnostics channel);
+ * the heap's size is the test's to say.
  */
-import { spawnSync } from "node:child_process";
 import { createServer, get, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -43,8 +42,43 @@ const setUp = () => {
       collected.push(performance.now());
       heap.bytes = 20 * MiB;
     },
+    busyHeadroomBytes: 0,
   });
   return { heap, collected, memory };
+};
+
+/**
+ * A busy ceiling over a used heap the test sets: each request first adds `perRequest` to it; a busy
+ * collection leaves `live` plus what `keeps` says of the garbage. `at` lists the requests (1-based)
+ * at which it collected, `seen` the used heap each request found.
+ */
+const busyRun = async (requests: number, keeps: (used: number, live: number) => number) => {
+  const used = { bytes: 10 * MiB, live: 10 * MiB };
+  const at: number[] = [];
+  const seen: number[] = [];
+  let count = 0;
+  const memory = startMemoryReturn({
+    quietMs: 60_000,
+    collect: () => undefined,
+    heapBytes: () => 0,
+    busyHeadroomBytes: 4 * MiB,
+    usedBytes: () => used.bytes,
+    collectBusy: () => {
+      at.push(count);
+      used.bytes = keeps(used.bytes, used.live);
+    },
+  });
+  memory.hold();
+  try {
+    for (count = 1; count <= requests; count++) {
+      used.bytes += MiB;
+      seen.push(used.bytes);
+      await request();
+    }
+  } finally {
+    memory.stop();
+  }
+  return { at, seen, memory, used };
 };
 
 describe("memory return", () => {
@@ -104,60 +138,105 @@ describe("memory return", () => {
     expect(collected).toEqual([]);
   });
 
-  it("hold() sets V8's marking trigger once, and not when inactive or turned off", () => {
-    const set: string[] = [];
-    const setV8Flag = (flag: string) => set.push(flag);
-    const active = startMemoryReturn({ collect: () => undefined, setV8Flag });
-    const custom = startMemoryReturn({ collect: () => undefined, setV8Flag, markingTriggerPercent: 45 });
-    const off = startMemoryReturn({ collect: () => undefined, setV8Flag, markingTriggerPercent: 0 });
-    // Without gc and with V8's reducer on (this process's flags): inactive.
-    const inactive = startMemoryReturn({ reducerOff: false, setV8Flag });
+  it("collects while busy at the request that finds the used heap more than the headroom above the last result", async () => {
+    // All garbage: each collection leaves the live 10 MiB.
+    const { at, seen, memory } = await busyRun(12, (_, live) => live);
+    expect(at).toEqual([5, 10]);
+    expect(memory.busyCollections()).toBe(2);
+    // What the requests found never went above the live size plus the headroom by more than a request's growth.
+    expect(Math.max(...seen)).toBe(15 * MiB);
+  });
+
+  it("lets the next collection wait for twice the growth, up to 8 MiB, when one finds mostly live data", async () => {
+    // Each collection frees only 1 MiB (a cache filling): the allowance goes 4 -> 8 -> 8 MiB.
+    const { at } = await busyRun(30, (used) => used - MiB);
+    // Request 5 finds 15 MiB (> 10 + 4) and leaves 14, allowed 8; request 14 finds 23 (> 14 + 8) and
+    // leaves 22, allowed still 8; request 23 finds 31 (> 22 + 8).
+    expect(at).toEqual([5, 14, 23]);
+    // Once one frees most of what grew, the allowance is back to 4 MiB.
+    const back = await busyRun(20, (used, live) => (used > 20 * MiB ? live : used - MiB));
+    // 5 (15 -> 14, allowed 8), 14 (23 -> 10: mostly garbage, allowed 4 again), 19 (15 > 10 + 4).
+    expect(back.at).toEqual([5, 14, 19]);
+  });
+
+  it("takes a drop in the used heap (V8's own collection) as the new base", async () => {
+    const used = { bytes: 20 * MiB };
+    const memory = startMemoryReturn({
+      quietMs: 60_000,
+      collect: () => undefined,
+      heapBytes: () => 0,
+      busyHeadroomBytes: 4 * MiB,
+      usedBytes: () => used.bytes,
+      collectBusy: () => {
+        used.bytes = 12 * MiB;
+      },
+    });
+    memory.hold();
     try {
-      expect(set).toEqual([]);
-      for (const memory of [active, active, custom, off, inactive]) memory.hold();
-      expect(set).toEqual(["--incremental-marking-hard-trigger=25", "--incremental-marking-hard-trigger=45"]);
+      used.bytes = 12 * MiB; // V8 collected: 12 is the base now
+      await request();
+      used.bytes = 23 * MiB; // below 20 + 4, but above 12 + 4
+      await request();
+      expect(memory.busyCollections()).toBe(1);
+      // Left 12. V8 collects again, to 14 (above the last result, but 2 MiB below the last request's 16):
+      // 14 is the base, so 17.5 does not collect and 18.5 does.
+      for (const [mib, collections] of [
+        [16, 1],
+        [14, 1],
+        [17.5, 1],
+        [18.5, 2],
+      ] as const) {
+        used.bytes = mib * MiB;
+        await request();
+        expect({ mib, collections: memory.busyCollections() }).toEqual({ mib, collections });
+      }
     } finally {
-      for (const memory of [active, custom, off, inactive]) memory.stop();
+      memory.stop();
     }
   });
 
-  it("the marking trigger, set at run time, makes V8 collect earlier", () => {
-    // The same allocation (a window of kept objects sliding over garbage) with and without the flag
-    // set by setFlagsFromString after start, as hold() does; V8 counts its major collections.
-    const script = `
-      const { setFlagsFromString } = require("node:v8");
-      const { PerformanceObserver, constants } = require("node:perf_hooks");
-      if (process.argv[1] !== "0") setFlagsFromString("--incremental-marking-hard-trigger=" + process.argv[1]);
-      let majors = 0;
-      const observer = new PerformanceObserver((list) => {
-        for (const entry of list.getEntries()) if (entry.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors++;
-      });
-      observer.observe({ entryTypes: ["gc"] });
-      const kept = [];
-      let i = 0;
-      const step = () => {
-        for (let j = 0; j < 20000; j++, i++) {
-          kept.push({ i, s: "v" + i, a: [i, i] });
-          if (kept.length > 60000) kept.splice(0, 20000);
-        }
-        if (i < 3000000) setImmediate(step);
-        else setTimeout(() => { observer.disconnect(); console.log(majors); }, 50);
-      };
-      step();`;
-    const majors = (percent: number) => {
-      const run = spawnSync(
-        process.execPath,
-        ["--jitless", "--max-semi-space-size=1", "--optimize-for-size", "-e", script, String(percent)],
-        { encoding: "utf8", timeout: 60_000 },
-      );
-      expect(run.stderr).toBe("");
-      return Number(run.stdout.trim());
-    };
-    const without = majors(0);
-    const with10 = majors(10);
-    expect(without).toBeGreaterThan(0);
-    // 35 against 89 where this was written.
-    expect(with10).toBeGreaterThan(without * 1.5);
+  it("does not collect while busy without a busy collection, with no headroom, or before hold()", async () => {
+    const off = startMemoryReturn({
+      quietMs: 60_000,
+      collect: () => undefined,
+      heapBytes: () => 0,
+      busyHeadroomBytes: 0,
+      usedBytes: () => 100 * MiB,
+      collectBusy: () => undefined,
+    });
+    const none = startMemoryReturn({ quietMs: 60_000, collect: () => undefined, heapBytes: () => 0 });
+    const used = { bytes: 10 * MiB };
+    const notYet = startMemoryReturn({
+      quietMs: 60_000,
+      collect: () => undefined,
+      heapBytes: () => 0,
+      busyHeadroomBytes: 4 * MiB,
+      usedBytes: () => used.bytes,
+      collectBusy: () => undefined,
+    });
+    off.hold();
+    none.hold();
+    try {
+      used.bytes = 100 * MiB;
+      await request();
+      await request();
+      expect({
+        off: off.busyCollections(),
+        none: none.busyCollections(),
+        notYet: notYet.busyCollections(),
+      }).toEqual({ off: 0, none: 0, notYet: 0 });
+      // Held from now on, from the heap it holds now: the request that finds 4 MiB more collects.
+      notYet.hold();
+      await request();
+      expect(notYet.busyCollections()).toBe(0);
+      used.bytes = 105 * MiB;
+      await request();
+      expect(notYet.busyCollections()).toBe(1);
+    } finally {
+      off.stop();
+      none.stop();
+      notYet.stop();
+    }
   });
 
   it("uses the exposed gc only with V8's reducer off, and is off without gc", () => {
