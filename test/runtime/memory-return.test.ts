@@ -9,7 +9,7 @@
 import { createServer, get, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startMemoryReturn } from "../../src/runtime/memory-return.ts";
+import { type MemoryReturnOptions, startMemoryReturn } from "../../src/runtime/memory-return.ts";
 
 let server: Server;
 let url: string;
@@ -52,23 +52,33 @@ const setUp = () => {
  * collection leaves `live` plus what `keeps` says of the garbage. `at` lists the requests (1-based)
  * at which it collected, `seen` the used heap each request found.
  */
-const busyRun = async (requests: number, keeps: (used: number, live: number) => number) => {
-  const used = { bytes: 10 * MiB, live: 10 * MiB };
-  const at: number[] = [];
-  const seen: number[] = [];
-  let count = 0;
+/** Held while busy over a used heap `used()` says, with a 4 MiB headroom; no collection once quiet. */
+const heldMemory = (used: () => number, collectBusy: () => void, extra: MemoryReturnOptions = {}) => {
   const memory = startMemoryReturn({
     quietMs: 60_000,
     collect: () => undefined,
     heapBytes: () => 0,
     busyHeadroomBytes: 4 * MiB,
-    usedBytes: () => used.bytes,
-    collectBusy: () => {
+    usedBytes: used,
+    collectBusy,
+    ...extra,
+  });
+  memory.hold();
+  return memory;
+};
+
+const busyRun = async (requests: number, keeps: (used: number, live: number) => number) => {
+  const used = { bytes: 10 * MiB, live: 10 * MiB };
+  const at: number[] = [];
+  const seen: number[] = [];
+  let count = 0;
+  const memory = heldMemory(
+    () => used.bytes,
+    () => {
       at.push(count);
       used.bytes = keeps(used.bytes, used.live);
     },
-  });
-  memory.hold();
+  );
   try {
     for (count = 1; count <= requests; count++) {
       used.bytes += MiB;
@@ -161,17 +171,12 @@ describe("memory return", () => {
 
   it("takes a drop in the used heap (V8's own collection) as the new base", async () => {
     const used = { bytes: 20 * MiB };
-    const memory = startMemoryReturn({
-      quietMs: 60_000,
-      collect: () => undefined,
-      heapBytes: () => 0,
-      busyHeadroomBytes: 4 * MiB,
-      usedBytes: () => used.bytes,
-      collectBusy: () => {
+    const memory = heldMemory(
+      () => used.bytes,
+      () => {
         used.bytes = 12 * MiB;
       },
-    });
-    memory.hold();
+    );
     try {
       used.bytes = 12 * MiB; // V8 collected: 12 is the base now
       await request();
@@ -196,14 +201,11 @@ describe("memory return", () => {
   });
 
   it("does not collect while busy without a busy collection, with no headroom, or before hold()", async () => {
-    const off = startMemoryReturn({
-      quietMs: 60_000,
-      collect: () => undefined,
-      heapBytes: () => 0,
-      busyHeadroomBytes: 0,
-      usedBytes: () => 100 * MiB,
-      collectBusy: () => undefined,
-    });
+    const off = heldMemory(
+      () => 100 * MiB,
+      () => undefined,
+      { busyHeadroomBytes: 0 },
+    );
     const none = startMemoryReturn({ quietMs: 60_000, collect: () => undefined, heapBytes: () => 0 });
     const used = { bytes: 10 * MiB };
     const notYet = startMemoryReturn({
@@ -214,7 +216,6 @@ describe("memory return", () => {
       usedBytes: () => used.bytes,
       collectBusy: () => undefined,
     });
-    off.hold();
     none.hold();
     try {
       used.bytes = 100 * MiB;
