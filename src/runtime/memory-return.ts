@@ -80,8 +80,8 @@ export interface MemoryReturn {
   stop(): void;
 }
 
-/** V8's minimum growing step of the old generation's limit (heap-controller.cc), bytes. */
 const MiB = 1024 * 1024;
+/** V8's minimum growing step of the old generation's limit (heap-controller.cc), bytes. */
 const v8GrowingStep = 8 * MiB;
 
 /** Node's channel of every outgoing HTTP(S) request: the kube client's, the handlers', all. */
@@ -97,7 +97,8 @@ const exposedGc = (flavor: "regular" | "last-resort"): (() => void) | undefined 
   const gc: unknown = Reflect.get(globalThis, "gc");
   if (typeof gc !== "function") return undefined;
   const collect = gc as ExposedGc;
-  // "last-resort": V8's most thorough collection, which compacts and releases pages, as the reducer's does.
+  // "last-resort" (once quiet): V8's most thorough collection, which compacts and releases pages, as
+  // the reducer's does; "regular" (while busy): one full collection.
   return () => collect({ type: "major", execution: "sync", flavor });
 };
 
