@@ -1,6 +1,6 @@
-// Creates the lab's etcd cluster (manifests.ts) on a cluster, waits for its members, and writes the
-// Etcd's status as druid's Etcd controller would once they are Ready (the handlers admit a task only
-// for a Ready Etcd). With `dryRun` every object goes through the apiserver's validation and
+// Creates the lab's etcd cluster (manifests.ts) on a cluster, waits for its members and their backup
+// leader, and writes the Etcd's status as druid's Etcd controller would once they are Ready (the
+// handlers admit a task only for a Ready Etcd). With `dryRun` every object goes through the apiserver's validation and
 // admission (server-side dry run) and nothing is stored: the manifests can be checked before a node
 // runs pods.
 import {
@@ -90,6 +90,52 @@ export const waitForMembers = async (
       });
       throw new Error(
         `etcd cluster ${spec.namespace}/${spec.name}: ${set.status?.readyReplicas ?? 0}/${spec.replicas} members Ready after ${timeoutMs} ms: ${pods.items.map(describePod).join(" | ")}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+};
+
+/**
+ * What the sidecar that leads the backup logs once its snapshotter takes requests (etcd-backup-restore
+ * sets the snapshotter active just before it). Until then every on-demand snapshot fails: the leader
+ * answers 500 ("snapshotter is not active") and a follower, forwarding to a leader not yet healthy, 405.
+ */
+export const SnapshotterStarted = "Starting snapshotter...";
+
+/**
+ * Waits until one member's backup-restore sidecar has started its snapshotter. A member's readiness
+ * says only that etcd answers; the sidecars elect their leader and take its first full snapshot
+ * seconds later, and a task admitted in between fails (a CI run once saw the 405).
+ */
+export const waitForBackupLeader = async (
+  kubeConfig: KubeConfig,
+  spec: EtcdClusterSpec,
+  timeoutMs: number,
+): Promise<string> => {
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const pods = await core.listNamespacedPod({
+      namespace: spec.namespace,
+      labelSelector: `app.kubernetes.io/part-of=${spec.name}`,
+    });
+    for (const pod of pods.items) {
+      const name = pod.metadata?.name ?? "";
+      const running = pod.status?.containerStatuses?.some(
+        (c) => c.name === "backup-restore" && c.state?.running,
+      );
+      if (!running) continue;
+      const log = await core.readNamespacedPodLog({
+        namespace: spec.namespace,
+        name,
+        container: "backup-restore",
+      });
+      if (log.includes(SnapshotterStarted)) return name;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `etcd cluster ${spec.namespace}/${spec.name}: no backup-restore sidecar logged "${SnapshotterStarted}" within ${timeoutMs} ms (no backup leader, so on-demand snapshots would fail): ${pods.items.map(describePod).join(" | ")}`,
       );
     }
     await new Promise((resolve) => setTimeout(resolve, 500));

@@ -15,12 +15,20 @@ import {
   applyEtcdCluster,
   markEtcdReady,
   snapshotLocation,
+  waitForBackupLeader,
   waitForMembers,
 } from "./deploy.ts";
 import type { EtcdClusterImages, EtcdClusterSpec, S3Store } from "./manifests.ts";
 import { makeEtcdClusterPki } from "./pki.ts";
 
-export { applyEtcdCluster, markEtcdReady, snapshotLocation, waitForMembers } from "./deploy.ts";
+export {
+  applyEtcdCluster,
+  markEtcdReady,
+  SnapshotterStarted,
+  snapshotLocation,
+  waitForBackupLeader,
+  waitForMembers,
+} from "./deploy.ts";
 export type { EtcdClusterImages, EtcdClusterSpec, S3Store } from "./manifests.ts";
 export type { EtcdClusterPki, PemPair } from "./pki.ts";
 
@@ -66,7 +74,7 @@ export interface RunningEtcdCluster extends AppliedEtcdCluster {
   readonly readyMs: number;
 }
 
-/** Creates the cluster, waits for every member, and marks the Etcd Ready. */
+/** Creates the cluster, waits for every member and a backup leader taking requests, and marks the Etcd Ready. */
 export const startEtcdCluster = async (
   kubeConfig: KubeConfig,
   spec: EtcdClusterSpec,
@@ -74,7 +82,9 @@ export const startEtcdCluster = async (
 ): Promise<RunningEtcdCluster> => {
   const started = Date.now();
   const applied = await applyEtcdCluster(kubeConfig, spec);
-  await waitForMembers(kubeConfig, spec, options.timeoutMs ?? 180_000);
+  const timeoutMs = options.timeoutMs ?? 180_000;
+  await waitForMembers(kubeConfig, spec, timeoutMs);
+  await waitForBackupLeader(kubeConfig, spec, Math.max(0, started + timeoutMs - Date.now()));
   await markEtcdReady(kubeConfig, spec);
   return { ...applied, spec, snapshotDir: snapshotLocation(spec), readyMs: Date.now() - started };
 };

@@ -28,7 +28,7 @@ import { parseAllDocuments, stringify } from "yaml";
 import type { ControlPlane } from "../control-plane.ts";
 import type { DruidPeer } from "../druid/peer.ts";
 import { installDruid, type RunningDruid, startDruid } from "../druid/process.ts";
-import { snapshotLocation } from "../etcd-cluster/deploy.ts";
+import { snapshotLocation, waitForBackupLeader } from "../etcd-cluster/deploy.ts";
 import type { RunningEtcdCluster } from "../etcd-cluster/index.ts";
 import { type EtcdClusterSpec, etcdObject, secretNames, secrets } from "../etcd-cluster/manifests.ts";
 import { applyManifests, deployDir } from "./apply-manifests.ts";
@@ -127,7 +127,7 @@ export interface DruidEtcd {
 
 /**
  * Installs and starts druid, creates the Secrets and the Etcd, and waits until druid reports the Etcd
- * Ready with all members ready. On failure druid is stopped and the error names the Etcd's conditions.
+ * Ready with all members ready and a backup leader taking requests. On failure druid is stopped and the error names the Etcd's conditions.
  */
 export const startDruidEtcd = async (
   plane: ControlPlane,
@@ -173,6 +173,8 @@ export const startDruidEtcd = async (
         );
       await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
+    // druid's Ready says nothing of the backup leader either (deploy.ts's waitForBackupLeader says why).
+    await waitForBackupLeader(kubeConfig, spec, Math.max(0, deadline - Date.now()));
     return {
       etcd: { uid, spec, snapshotDir: snapshotLocation(spec), readyMs: Date.now() - started },
       druid,
