@@ -117,36 +117,56 @@ export const mergeEntries = (a: HistoryEntry, b: HistoryEntry): HistoryEntry => 
  * ones a task author can make up by naming targets that do not exist), then the least recently
  * updated. So a flood of invented targets evicts itself before any real target's history.
  */
-const evictionRank = (entry: HistoryEntry): [number, number] => [
-  entry.lastSuccessAt === undefined && entry.lastFailureAt === undefined ? 0 : 1,
-  entry.last.at,
-];
+interface Ranked {
+  readonly entry: HistoryEntry;
+  /** `entryKey`, computed once: the storage order and the tie-break. */
+  readonly key: string;
+  readonly everRan: 0 | 1;
+}
+
+const ranked = (entry: HistoryEntry): Ranked => ({
+  entry,
+  key: entryKey(entry.target, entry.type),
+  everRan: entry.lastSuccessAt === undefined && entry.lastFailureAt === undefined ? 0 : 1,
+});
+
+const byEviction = (a: Ranked, b: Ranked): number =>
+  a.everRan - b.everRan || a.entry.last.at - b.entry.last.at || compareCodeUnits(a.key, b.key);
+
+const byKey = (a: Ranked, b: Ranked): number => compareCodeUnits(a.key, b.key);
 
 export interface BoundedEntries {
   readonly entries: ReadonlyArray<HistoryEntry>;
   readonly evicted: ReadonlyArray<HistoryEntry>;
+  /** `encodeEntries(entries)`, made while bounding (the writer stores it as it is). */
+  readonly encoded: string;
 }
 
-/** `entries` within `limits`, newest kept; `evicted` says what went, for the log and the counter. */
+/**
+ * `entries` within `limits`, newest kept; `evicted` says what went, for the log and the counter.
+ * Each entry is ranked and encoded once, and its bytes subtracted as it goes: a writer bounds the
+ * whole history at every write, several times a second in a burst.
+ */
 export const withinLimits = (entries: ReadonlyArray<HistoryEntry>, limits: HistoryLimits): BoundedEntries => {
-  const ordered = [...entries].sort((a, b) => {
-    const [ra, ta] = evictionRank(a);
-    const [rb, tb] = evictionRank(b);
-    return ra - rb || ta - tb || compareCodeUnits(entryKey(a.target, a.type), entryKey(b.target, b.type));
-  });
-  const evicted: HistoryEntry[] = [];
-  while (
-    ordered.length > 0 &&
-    (ordered.length > limits.maxEntries || encodedBytes(ordered) > limits.maxBytes)
-  ) {
-    const first = ordered.shift();
-    if (first !== undefined) evicted.push(first);
+  const ordered = entries.map(ranked).sort(byEviction);
+  const excess = Math.max(0, ordered.length - limits.maxEntries);
+  const evicted = ordered.slice(0, excess).map((item) => item.entry);
+  const kept = ordered.slice(excess).map((item) => ({ ...item, text: entryText(item.entry) }));
+  let bytes = arrayBytes(kept.map((item) => Buffer.byteLength(item.text)));
+  let first = 0;
+  while (first < kept.length && bytes > limits.maxBytes) {
+    const item = kept[first++];
+    if (item === undefined) break;
+    evicted.push(item.entry);
+    bytes -= Buffer.byteLength(item.text) + (kept.length - first > 0 ? separator.length : 0);
   }
-  return { entries: sortedForStorage(ordered), evicted };
+  const stored = kept.slice(first).sort(byKey);
+  return {
+    entries: stored.map((item) => item.entry),
+    evicted,
+    encoded: arrayText(stored.map((item) => item.text)),
+  };
 };
-
-const sortedForStorage = (entries: ReadonlyArray<HistoryEntry>): ReadonlyArray<HistoryEntry> =>
-  [...entries].sort((a, b) => compareCodeUnits(entryKey(a.target, a.type), entryKey(b.target, b.type)));
 
 /** The ConfigMap data key holding the entries (JSON). */
 export const entriesDataKey = "entries.json";
@@ -180,11 +200,32 @@ const stored = (entry: HistoryEntry): StoredEntry => ({
   ...(entry.lastFailureAt === undefined ? {} : { lastFailureTime: iso(entry.lastFailureAt) }),
 });
 
-export const encodeEntries = (entries: ReadonlyArray<HistoryEntry>): string =>
-  `${JSON.stringify(sortedForStorage(entries).map(stored), null, 1)}\n`;
+// The encoding is `JSON.stringify(entries, null, 1)` plus a final newline, assembled from each
+// entry's own text so that an entry's bytes are known without encoding the whole array again.
+// JSON.stringify escapes newlines inside strings, so every newline of an entry's text is layout,
+// and an array element is that text one space further in.
+const separator = ",\n";
 
-const encodedBytes = (entries: ReadonlyArray<HistoryEntry>): number =>
-  Buffer.byteLength(encodeEntries(entries));
+/** One entry as it stands in the array: indented one space. */
+const entryText = (entry: HistoryEntry): string =>
+  ` ${JSON.stringify(stored(entry), null, 1).replaceAll("\n", "\n ")}`;
+
+const arrayText = (texts: ReadonlyArray<string>): string =>
+  texts.length === 0 ? "[]\n" : `[\n${texts.join(separator)}\n]\n`;
+
+/** `Buffer.byteLength(arrayText(texts))` from the texts' own byte lengths. */
+const arrayBytes = (bytes: ReadonlyArray<number>): number =>
+  bytes.length === 0
+    ? 3
+    : 5 + bytes.reduce((total, one) => total + one, 0) + separator.length * (bytes.length - 1);
+
+export const encodeEntries = (entries: ReadonlyArray<HistoryEntry>): string =>
+  arrayText(
+    entries
+      .map(ranked)
+      .sort(byKey)
+      .map((item) => entryText(item.entry)),
+  );
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);

@@ -9,13 +9,7 @@
 import { apiPath } from "../kube/api-path.ts";
 import { ApiCallError, type KubeClient } from "../kube/kube-client.ts";
 import type { ResourceRef } from "../reconcile/task-kind.ts";
-import {
-  type DecodedEntries,
-  decodeEntries,
-  encodeEntries,
-  entriesDataKey,
-  type HistoryEntry,
-} from "./history-entry.ts";
+import { type DecodedEntries, decodeEntries, entriesDataKey } from "./history-entry.ts";
 
 const configMaps = { group: "", version: "v1", plural: "configmaps" } as const;
 
@@ -119,16 +113,23 @@ export const listHistories = async (
   }
 };
 
+/** The answer's resourceVersion: a written ConfigMap's entries are what was sent, not decoded again. */
+const writtenVersion = (object: unknown): string | undefined => {
+  const metadata = isRecord(object) ? object.metadata : undefined;
+  const version = isRecord(metadata) ? metadata.resourceVersion : undefined;
+  return typeof version === "string" ? version : undefined;
+};
+
 /**
- * Writes `entries` as the whole history: a PUT with `resourceVersion` (the version read), or a POST
- * when `resourceVersion` is undefined (none read). 409 (changed meanwhile, or created meanwhile) is a
- * `Conflict`.
+ * Writes `encoded` (`encodeEntries`' text, e.g. `mergeOutcomes(…).encoded`) as the whole history: a
+ * PUT with `resourceVersion` (the version read), or a POST when `resourceVersion` is undefined (none
+ * read). 409 (changed meanwhile, or created meanwhile) is a `Conflict`.
  */
 export const writeHistory = async (
   client: KubeClient,
   where: HistoryLocation,
   resourceVersion: string | undefined,
-  entries: ReadonlyArray<HistoryEntry>,
+  encoded: string,
   signal?: AbortSignal,
 ): Promise<WriteAnswer> => {
   const body = {
@@ -144,7 +145,7 @@ export const writeHistory = async (
       },
       ...(resourceVersion === undefined ? {} : { resourceVersion }),
     },
-    data: { [entriesDataKey]: encodeEntries(entries) },
+    data: { [entriesDataKey]: encoded },
   };
   try {
     const response = await client.request(
@@ -153,10 +154,10 @@ export const writeHistory = async (
         : { method: "PUT", path: apiPath(configMaps, where.namespace, where.name), body },
       signal,
     );
-    const written = historyOf(response.body);
+    const written = writtenVersion(response.body);
     return written === undefined
       ? { _tag: "Failed", cause: "the answer is not a ConfigMap" }
-      : { _tag: "Written", resourceVersion: written.resourceVersion };
+      : { _tag: "Written", resourceVersion: written };
   } catch (error) {
     if (error instanceof ApiCallError && error.statusCode === 409) return { _tag: "Conflict" };
     return { _tag: "Failed", cause: causeOf(error) };

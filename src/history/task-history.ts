@@ -166,7 +166,7 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
         client,
         where(namespace),
         current.resourceVersion,
-        merged.entries,
+        merged.encoded,
         abort.signal,
       );
       if (answer._tag === "Conflict") {

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   applyOutcome,
@@ -7,6 +8,7 @@ import {
   historyLimitsOf,
   mergeOutcomes,
   type TaskOutcome,
+  withinLimits,
 } from "../../src/history/history-entry.ts";
 
 const at = (minute: number) => Date.UTC(2026, 10, 26, 0, minute);
@@ -134,6 +136,100 @@ describe("the limits an operator sets are checked", () => {
     );
     expect(() => historyLimitsOf({ maxBytes: 2 * 1024 * 1024 })).toThrow(
       /history.maxBytes must be .* at most 1 MiB/,
+    );
+  });
+});
+
+describe("bounding and encoding, entry by entry, agree with the whole array's", () => {
+  const time = fc.integer({ min: Date.UTC(2020, 0, 1), max: Date.UTC(2030, 0, 1) });
+  // Quotes, backslashes, newlines and characters of 2–4 UTF-8 bytes: what changes an entry's bytes.
+  const text = fc.string({ unit: fc.constantFrom("a", "b", '"', "\\", "\n", "é", "€", "😀"), maxLength: 20 });
+  const entry = fc
+    .record({
+      target: text,
+      type: fc.constantFrom("onDemandSnapshot", "onDemandMaintenance", "invalid"),
+      state: fc.constantFrom<TaskOutcome["state"]>("Succeeded", "Failed", "Rejected"),
+      at: time,
+      durationSeconds: fc.double({ min: 0, max: 1e6, noNaN: true }),
+      errorCode: fc.option(text, { nil: undefined }),
+      lastSuccessAt: fc.option(time, { nil: undefined }),
+      lastFailureAt: fc.option(time, { nil: undefined }),
+    })
+    .map(
+      ({
+        target,
+        type,
+        state,
+        at,
+        durationSeconds,
+        errorCode,
+        lastSuccessAt,
+        lastFailureAt,
+      }): HistoryEntry => ({
+        target,
+        type,
+        last: { state, at, durationSeconds, ...(errorCode === undefined ? {} : { errorCode }) },
+        ...(lastSuccessAt === undefined ? {} : { lastSuccessAt }),
+        ...(lastFailureAt === undefined ? {} : { lastFailureAt }),
+      }),
+    );
+  const unique = fc.uniqueArray(entry, {
+    selector: (e) => JSON.stringify([e.target, e.type]),
+    maxLength: 30,
+  });
+
+  it("the encoding is JSON.stringify's with one space of indent and a final newline", () => {
+    fc.assert(
+      fc.property(unique, (entries) => {
+        const encoded = encodeEntries(entries);
+        expect(encoded).toBe(`${JSON.stringify(JSON.parse(encoded), null, 1)}\n`);
+        expect(decodeEntries(encoded).entries).toHaveLength(entries.length);
+      }),
+    );
+  });
+
+  it("evicts as evicting one entry at a time and encoding the rest again would, and hands over that encoding", () => {
+    const neverRan = (e: HistoryEntry) =>
+      e.lastSuccessAt === undefined && e.lastFailureAt === undefined ? 0 : 1;
+    const key = (e: HistoryEntry) => JSON.stringify([e.target, e.type]);
+    const reference = (entries: ReadonlyArray<HistoryEntry>, maxEntries: number, maxBytes: number) => {
+      const ordered = [...entries].sort(
+        (a, b) =>
+          neverRan(a) - neverRan(b) ||
+          a.last.at - b.last.at ||
+          (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0),
+      );
+      const evicted: HistoryEntry[] = [];
+      while (
+        ordered.length > 0 &&
+        (ordered.length > maxEntries || Buffer.byteLength(encodeEntries(ordered)) > maxBytes)
+      )
+        evicted.push(ordered.shift() as HistoryEntry);
+      return { kept: encodeEntries(ordered), evicted };
+    };
+    // The byte bound is set at or within 2 bytes of the size some eviction leaves: an error of a
+    // separator or a bracket shows there.
+    const sizesWhileEvicting = (entries: ReadonlyArray<HistoryEntry>) =>
+      reference(entries, Number.MAX_SAFE_INTEGER, 0).evicted.map((_, i, evicted) =>
+        Buffer.byteLength(encodeEntries(entries.filter((e) => !evicted.slice(0, i + 1).includes(e)))),
+      );
+    fc.assert(
+      fc.property(
+        unique,
+        fc.integer({ min: 1, max: 35 }),
+        fc.nat(),
+        fc.integer({ min: -2, max: 2 }),
+        (entries, maxEntries, pick, delta) => {
+          const sizes = [Buffer.byteLength(encodeEntries(entries)), ...sizesWhileEvicting(entries)];
+          const maxBytes = (sizes[pick % sizes.length] ?? 0) + delta;
+          const bounded = withinLimits(entries, { maxEntries, maxBytes });
+          const expected = reference(entries, maxEntries, maxBytes);
+          expect(bounded.encoded).toBe(expected.kept);
+          expect(bounded.encoded).toBe(encodeEntries(bounded.entries));
+          expect(bounded.evicted).toEqual(expected.evicted);
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 });
