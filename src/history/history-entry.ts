@@ -124,11 +124,21 @@ interface Ranked {
   readonly everRan: 0 | 1;
 }
 
-const ranked = (entry: HistoryEntry): Ranked => ({
-  entry,
-  key: entryKey(entry.target, entry.type),
-  everRan: entry.lastSuccessAt === undefined && entry.lastFailureAt === undefined ? 0 : 1,
-});
+// Entries are immutable and a write keeps the unchanged ones as they were, so what is derived from an
+// entry is kept beside it for as long as the entry lives: a write ranks and encodes only what changed.
+const rankedOf = new WeakMap<HistoryEntry, Ranked>();
+
+const ranked = (entry: HistoryEntry): Ranked => {
+  const known = rankedOf.get(entry);
+  if (known !== undefined) return known;
+  const made: Ranked = {
+    entry,
+    key: entryKey(entry.target, entry.type),
+    everRan: entry.lastSuccessAt === undefined && entry.lastFailureAt === undefined ? 0 : 1,
+  };
+  rankedOf.set(entry, made);
+  return made;
+};
 
 const byEviction = (a: Ranked, b: Ranked): number =>
   a.everRan - b.everRan || a.entry.last.at - b.entry.last.at || compareCodeUnits(a.key, b.key);
@@ -151,14 +161,14 @@ export const withinLimits = (entries: ReadonlyArray<HistoryEntry>, limits: Histo
   const ordered = entries.map(ranked).sort(byEviction);
   const excess = Math.max(0, ordered.length - limits.maxEntries);
   const evicted = ordered.slice(0, excess).map((item) => item.entry);
-  const kept = ordered.slice(excess).map((item) => ({ ...item, text: entryText(item.entry) }));
-  let bytes = arrayBytes(kept.map((item) => Buffer.byteLength(item.text)));
+  const kept = ordered.slice(excess).map((item) => ({ ...item, ...encoded(item.entry) }));
+  let bytes = arrayBytes(kept.map((item) => item.bytes));
   let first = 0;
   while (first < kept.length && bytes > limits.maxBytes) {
     const item = kept[first++];
     if (item === undefined) break;
     evicted.push(item.entry);
-    bytes -= Buffer.byteLength(item.text) + (kept.length - first > 0 ? separator.length : 0);
+    bytes -= item.bytes + (kept.length - first > 0 ? separator.length : 0);
   }
   const stored = kept.slice(first).sort(byKey);
   return {
@@ -206,9 +216,22 @@ const stored = (entry: HistoryEntry): StoredEntry => ({
 // and an array element is that text one space further in.
 const separator = ",\n";
 
-/** One entry as it stands in the array: indented one space. */
-const entryText = (entry: HistoryEntry): string =>
-  ` ${JSON.stringify(stored(entry), null, 1).replaceAll("\n", "\n ")}`;
+interface EncodedEntry {
+  /** The entry as it stands in the array: indented one space. */
+  readonly text: string;
+  readonly bytes: number;
+}
+
+const encodedOf = new WeakMap<HistoryEntry, EncodedEntry>();
+
+const encoded = (entry: HistoryEntry): EncodedEntry => {
+  const known = encodedOf.get(entry);
+  if (known !== undefined) return known;
+  const text = ` ${JSON.stringify(stored(entry), null, 1).replaceAll("\n", "\n ")}`;
+  const made = { text, bytes: Buffer.byteLength(text) };
+  encodedOf.set(entry, made);
+  return made;
+};
 
 const arrayText = (texts: ReadonlyArray<string>): string =>
   texts.length === 0 ? "[]\n" : `[\n${texts.join(separator)}\n]\n`;
@@ -224,7 +247,7 @@ export const encodeEntries = (entries: ReadonlyArray<HistoryEntry>): string =>
     entries
       .map(ranked)
       .sort(byKey)
-      .map((item) => entryText(item.entry)),
+      .map((item) => encoded(item.entry).text),
   );
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
