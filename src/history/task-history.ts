@@ -6,7 +6,9 @@
  * A `ControllerObserver` that never holds a pass: an outcome (with its error code, which comes with the
  * write that ended the task) is queued, and a writer per namespace merges the queue into the ConfigMap
  * in the background (a PUT with the resourceVersion read; a conflict reads and merges again, up to
- * `conflictAttempts` times; a failure is logged, counted and retried with backoff). `takeover` reads
+ * `conflictAttempts` times; a failure is logged, counted and retried with backoff). A lone outcome is
+ * written at once; writes of one namespace start at least `writeIntervalMs` apart, so a burst of
+ * outcomes is carried by one whole-ConfigMap write a second instead of one each few tasks. `takeover` reads
  * every history ConfigMap of the kind once this instance leads, so the metrics continue the last leader's.
  */
 import type { KubeClient } from "../kube/kube-client.ts";
@@ -49,6 +51,8 @@ export interface TaskHistoryOptions {
   /** First retry delay after a failed write or read (default 1 s), doubled up to `retryCapMs` (60 s). */
   readonly retryBaseMs?: number;
   readonly retryCapMs?: number;
+  /** Least time between the starts of two writes of one namespace (default 1 s); a stop writes at once. */
+  readonly writeIntervalMs?: number;
 }
 
 export interface TaskHistory {
@@ -62,7 +66,10 @@ export interface TaskHistory {
   readonly pending: () => number;
   /** Resolves once no write is in flight (outcomes may still wait for a retry: `pending`). */
   readonly settled: () => Promise<void>;
-  /** Stops retrying; writes in flight are given `graceMs` (default 2 s) and then abandoned. */
+  /**
+   * Stops retrying and writes at once what waits for the write interval; the writes are given
+   * `graceMs` (default 2 s) and then abandoned.
+   */
   readonly stop: (graceMs?: number) => Promise<void>;
 }
 
@@ -82,6 +89,7 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
   const now = options.now ?? Date.now;
   const retryBaseMs = options.retryBaseMs ?? 1000;
   const retryCapMs = options.retryCapMs ?? 60_000;
+  const writeIntervalMs = options.writeIntervalMs ?? 1000;
   const where = (namespace: string): HistoryLocation => ({
     namespace,
     name: options.configMapName,
@@ -96,6 +104,10 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
   const writing = new Map<string, Promise<void>>();
   const retries = new Map<string, { timer: NodeJS.Timeout; attempt: number }>();
   const failures = new Map<string, number>();
+  /** When each namespace's last write started (performance.now()). */
+  const lastWrite = new Map<string, number>();
+  /** Writers waiting out `writeIntervalMs`: a stop wakes them for a last write. */
+  const spacers = new Set<() => void>();
   const abort = new AbortController();
   let stopped = false;
 
@@ -217,15 +229,33 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
     return false;
   };
 
+  /** Resolves once `writeIntervalMs` has passed since the namespace's last write began, or at a stop. */
+  const spaced = (namespace: string): Promise<void> => {
+    const wait = (lastWrite.get(namespace) ?? Number.NEGATIVE_INFINITY) + writeIntervalMs - performance.now();
+    if (stopped || wait <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        spacers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, wait);
+      spacers.add(done);
+    });
+  };
+
   const flush = (namespace: string): Promise<void> => {
     const inFlight = writing.get(namespace);
     if (inFlight !== undefined) return inFlight;
     const run = (async () => {
-      while (!stopped) {
+      for (;;) {
+        await spaced(namespace);
         const batch = queued.get(namespace);
         if (batch === undefined || batch.length === 0) break;
         queued.delete(namespace);
+        lastWrite.set(namespace, performance.now());
         if (await writeBatch(namespace, batch)) {
+          // After a stop no outcome is queued any more: this writes what waited, and ends.
           failures.delete(namespace);
           continue;
         }
@@ -328,6 +358,7 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
     stopped = true;
     for (const { timer } of retries.values()) clearTimeout(timer);
     retries.clear();
+    for (const wake of [...spacers]) wake();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       settled(),

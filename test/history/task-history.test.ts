@@ -85,7 +85,11 @@ const labels = (target: string, state: string, type = "ping") => ({
   kind: "Probe",
 });
 
-const setup = (fake = fakeConfigMaps(), limits = { maxEntries: 200, maxBytes: 128 * 1024 }) => {
+const setup = (
+  fake = fakeConfigMaps(),
+  limits = { maxEntries: 200, maxBytes: 128 * 1024 },
+  writeIntervalMs = 0,
+) => {
   const registry = new Registry();
   let clock = Date.UTC(2026, 10, 26, 1, 0, 0);
   const logs: string[] = [];
@@ -100,6 +104,7 @@ const setup = (fake = fakeConfigMaps(), limits = { maxEntries: 200, maxBytes: 12
     now: () => clock,
     retryBaseMs: 5,
     retryCapMs: 20,
+    writeIntervalMs,
   });
   ref.history = history;
   const entries = (namespace = "ns") =>
@@ -154,6 +159,45 @@ describe("outcomes are written to the namespace's ConfigMap, beside the pass", (
     history.observer.taskFinished(labels("", "Rejected"), 0);
     await history.settled();
     expect(fake.requests).toEqual([]);
+  });
+});
+
+describe("a burst of outcomes is carried by few writes", () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it("the first outcome is written at once, the ones within the interval after it together", async () => {
+    const { history, entries, fake } = setup(undefined, undefined, 500);
+    history.observer.taskFinished(labels("host-a", "Succeeded"), 1, "u1");
+    await sleep(50);
+    expect(entries().map((entry) => entry.target)).toEqual(["host-a"]);
+    for (const target of ["host-b", "host-c", "host-d", "host-e"]) {
+      history.observer.taskFinished(labels(target, "Succeeded"), 1, target);
+      await sleep(10);
+    }
+    await history.settled();
+    expect(entries().map((entry) => entry.target)).toEqual([
+      "host-a",
+      "host-b",
+      "host-c",
+      "host-d",
+      "host-e",
+    ]);
+    expect(fake.requests).toEqual([
+      `GET /api/v1/namespaces/ns/configmaps/${configMapName}`,
+      "POST /api/v1/namespaces/ns/configmaps",
+      `PUT /api/v1/namespaces/ns/configmaps/${configMapName}`,
+    ]);
+  });
+
+  it("a stop writes at once what waits for the interval", async () => {
+    const { history, entries } = setup(undefined, undefined, 60_000);
+    history.observer.taskFinished(labels("host-a", "Succeeded"), 1, "u1");
+    await sleep(50);
+    history.observer.taskFinished(labels("host-b", "Failed"), 1, "u2", "ERR_X");
+    expect(entries().map((entry) => entry.target)).toEqual(["host-a"]);
+    await history.stop();
+    expect(entries().map((entry) => entry.target)).toEqual(["host-a", "host-b"]);
+    expect(history.pending()).toBe(0);
   });
 });
 
