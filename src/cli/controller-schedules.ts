@@ -6,7 +6,7 @@
  */
 import * as ManagedRuntime from "effect/ManagedRuntime";
 import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
-import type { ResolveOverride } from "../etcd/backup-restore-http-node.ts";
+import type { ResolveOverride } from "../etcd/resolve-override.ts";
 import { etcdHandlerLayer } from "../etcd/registry.ts";
 import { defragmentationGuard } from "../etcd/schedule/defragmentation-guard.ts";
 import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";

@@ -10,11 +10,13 @@
  */
 import type { ClientRequest, IncomingMessage } from "node:http";
 import { request as httpsRequest, type RequestOptions } from "node:https";
-import { isIP, type LookupFunction } from "node:net";
+import type { LookupFunction } from "node:net";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
+import * as Result from "effect/Result";
 import { timerDelayMs } from "../advanced.ts";
 import { http } from "./node-http.ts";
+import { dialLookup, type ResolveOverride } from "./resolve-override.ts";
 import {
   BackupRestoreHttp,
   type BackupRestoreHttpShape,
@@ -22,13 +24,6 @@ import {
   type BackupRestoreResponse,
   HttpError,
 } from "./services.ts";
-
-/** Connect to `address` instead of resolving `host`, for requests to `host:port` (`"*"`: any port). */
-export interface ResolveOverride {
-  readonly host: string;
-  readonly port: number | "*";
-  readonly address: string;
-}
 
 export interface NodeBackupRestoreHttpOptions {
   readonly resolve?: ReadonlyArray<ResolveOverride>;
@@ -57,15 +52,6 @@ const describe = (error: unknown): string => {
   return code === undefined || message.includes(code) ? message : `${message} (${code})`;
 };
 
-/** A lookup that answers `address` for whatever is asked (it is only used for the overridden host). */
-const fixedLookup =
-  (address: string): LookupFunction =>
-  (_hostname, options, callback) => {
-    const family = isIP(address);
-    if (options.all === true) callback(null, [{ address, family }]);
-    else callback(null, address, family);
-  };
-
 const targetOf = (
   request: BackupRestoreRequest,
   resolve: ReadonlyArray<ResolveOverride>,
@@ -84,16 +70,9 @@ const targetOf = (
       return yield* invalid(`invalid timeout ${request.timeoutMs} ms`);
     }
     const port = url.port === "" ? (secure ? 443 : 80) : Number(url.port);
-    const host = url.hostname.toLowerCase();
-    const override = resolve.find(
-      (entry) => entry.host.toLowerCase() === host && (entry.port === "*" || entry.port === port),
-    );
-    if (override !== undefined && isIP(override.address) === 0) {
-      return yield* invalid(
-        `resolve override for ${override.host}: "${override.address}" is not an IP address`,
-      );
-    }
-    return { url, secure, port, lookup: override === undefined ? undefined : fixedLookup(override.address) };
+    const lookup = dialLookup(resolve, url.hostname, port);
+    if (Result.isFailure(lookup)) return yield* invalid(lookup.failure);
+    return { url, secure, port, lookup: lookup.success };
   });
 
 /**

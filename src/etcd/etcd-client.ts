@@ -7,17 +7,16 @@
  * host with the given CA as the only trust anchors, and present a client certificate when one is given
  * (druid's etcd runs with `client-cert-auth`).
  *
- * Dialling honours the controller's curl-style `--resolve HOST:PORT:ADDRESS` rules (`ResolveOverride`,
+ * Dialling honours the controller's curl-style `--resolve HOST:PORT:ADDRESS` rules (resolve-override.ts,
  * shared with the backup-restore client): only where the connection goes changes; the URL, `Host`, SNI
- * and certificate check keep HOST. `dialLookup` is that rule lookup, exported so that both clients can
- * share it.
+ * and certificate check keep HOST.
  *
  * An answer other than 200 is etcd's error (`{"code": <gRPC code>, "message": "etcdserver: ..."}`); its
  * message is kept verbatim, as the cause of a task error.
  */
 import type { ClientRequest, IncomingMessage } from "node:http";
 import { request as httpsRequest, type RequestOptions } from "node:https";
-import { isIP, type LookupFunction } from "node:net";
+import { isIP } from "node:net";
 import * as Context from "effect/Context";
 import * as Data from "effect/Data";
 import * as Effect from "effect/Effect";
@@ -26,39 +25,8 @@ import * as Result from "effect/Result";
 import * as Schema from "effect/Schema";
 import * as SchemaParser from "effect/SchemaParser";
 import { formatDecodeError, timerDelayMs } from "../advanced.ts";
-import type { ResolveOverride } from "./backup-restore-http-node.ts";
 import { http } from "./node-http.ts";
-
-// --- dial overrides ---------------------------------------------------------------------------------
-
-/** A lookup that answers `address` for whatever is asked (it is only used for the overridden host). */
-const fixedLookup =
-  (address: string): LookupFunction =>
-  (_hostname, options, callback) => {
-    const family = isIP(address);
-    if (options.all === true) callback(null, [{ address, family }]);
-    else callback(null, address, family);
-  };
-
-/**
- * The lookup to dial `host:port` with: undefined when no rule matches (normal DNS), a fixed answer when
- * one does (host compared case-insensitively, `"*"` matching any port; the first match wins). Fails with
- * a message when the matching rule's address is not an IP address.
- */
-export const dialLookup = (
-  resolve: ReadonlyArray<ResolveOverride>,
-  host: string,
-  port: number,
-): Result.Result<LookupFunction | undefined, string> => {
-  const wanted = host.toLowerCase();
-  const rule = resolve.find(
-    (entry) => entry.host.toLowerCase() === wanted && (entry.port === "*" || entry.port === port),
-  );
-  if (rule === undefined) return Result.succeed(undefined);
-  return isIP(rule.address) === 0
-    ? Result.fail(`resolve override for ${rule.host}: "${rule.address}" is not an IP address`)
-    : Result.succeed(fixedLookup(rule.address));
-};
+import { dialLookup, type ResolveOverride } from "./resolve-override.ts";
 
 // --- the service ------------------------------------------------------------------------------------
 

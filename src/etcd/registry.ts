@@ -8,7 +8,7 @@ import type { GroupObjects, KubeAccess, RequestCounter } from "../advanced.ts";
 import { type HandlerRegistry, memberHandlers } from "../index.ts";
 import type { TaskConfig } from "./api/config/task-config.ts";
 import type { EtcdOpsTask } from "./api/etcdopstask.ts";
-import { nodeBackupRestoreHttpLayer, type ResolveOverride } from "./backup-restore-http-node.ts";
+import { nodeBackupRestoreHttpLayer } from "./backup-restore-http-node.ts";
 import { type EtcdGateway, nodeEtcdGatewayLayer } from "./etcd-client.ts";
 import { cachedEtcdReader } from "./object-reader-cached.ts";
 import { makeKubernetesObjectReader } from "./object-reader-kubernetes.ts";
@@ -23,6 +23,7 @@ import { kubernetesJobsLayer } from "./on-demand-snapshot-compaction/jobs-kubern
 import type { QuorumCluster } from "./recover-from-quorum-loss/cluster.ts";
 import { kubernetesQuorumClusterLayer } from "./recover-from-quorum-loss/cluster-kubernetes.ts";
 import { recoverFromQuorumLossHandler } from "./recover-from-quorum-loss/handler.ts";
+import type { ResolveOverride } from "./resolve-override.ts";
 import { type BackupRestoreHttp, ObjectReader } from "./services.ts";
 
 export type EtcdHandlerServices = ObjectReader | BackupRestoreHttp | EtcdGateway | Jobs | QuorumCluster;

@@ -15,13 +15,13 @@ import { type RunningEtcd, startEtcd } from "../../../src/devcluster/etcd.ts";
 import { freePorts } from "../../../src/devcluster/ports.ts";
 import { ProcessExitedError, startProcess } from "../../../src/devcluster/process.ts";
 import { decodeEtcdOpsTask, type EtcdOpsTask } from "../../../src/etcd/api/etcdopstask.ts";
-import type { ResolveOverride } from "../../../src/etcd/backup-restore-http-node.ts";
 import { makeNodeEtcdGateway, nodeEtcdGatewayLayer } from "../../../src/etcd/etcd-client.ts";
 import { MemoryObjects, memoryObjectReaderLayer } from "../../../src/etcd/object-reader-memory.ts";
 import {
   makeOnDemandMaintenanceHandler,
   type OnDemandMaintenanceHandlerOptions,
 } from "../../../src/etcd/on-demand-maintenance/handler.ts";
+import type { ResolveOverride } from "../../../src/etcd/resolve-override.ts";
 import { Resources } from "../../../src/etcd/services.ts";
 import type { PhaseOutcome } from "../../../src/machine/types.ts";
 import { etcdName, etcdUid, host, namespace } from "../support/fixtures.ts";

@@ -5,15 +5,13 @@
  */
 import { Effect, Layer, Result } from "effect";
 import { decodeEtcdOpsTask, type EtcdOpsTask } from "../../../src/etcd/api/etcdopstask.ts";
-import {
-  nodeBackupRestoreHttpLayer,
-  type ResolveOverride,
-} from "../../../src/etcd/backup-restore-http-node.ts";
+import { nodeBackupRestoreHttpLayer } from "../../../src/etcd/backup-restore-http-node.ts";
 import { MemoryObjects, memoryObjectReaderLayer } from "../../../src/etcd/object-reader-memory.ts";
 import {
   makeOnDemandSnapshotHandler,
   type OnDemandSnapshotHandlerOptions,
 } from "../../../src/etcd/on-demand-snapshot/handler.ts";
+import type { ResolveOverride } from "../../../src/etcd/resolve-override.ts";
 import { Resources } from "../../../src/etcd/services.ts";
 import type { PhaseOutcome } from "../../../src/machine/types.ts";
 import { memberContext } from "./member-context.ts";
