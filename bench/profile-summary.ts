@@ -2,15 +2,16 @@
  * Summarises V8 profiles of the controller (written by `scripts/bench druid-side-by-side --cpu-prof DIR`):
  * a `.cpuprofile` by self time per function and per module (a package under node_modules, or one of
  * our source files as named in the bundle), a `.heapsnapshot` by retained-object kind (self size per
- * constructor). Prints tables; asserts nothing.
+ * constructor), a `.heapprofile` (bench/alloc-sampling.ts) by bytes allocated per function and per
+ * module, and under each of our functions. Prints tables; asserts nothing.
  *
- *   node bench/profile-summary.ts FILE.cpuprofile|FILE.heapsnapshot [--top N]
+ *   node bench/profile-summary.ts FILE.cpuprofile|FILE.heapsnapshot|FILE.heapprofile [--top N]
  */
 import { readFileSync } from "node:fs";
 
 const file = process.argv[2];
 if (file === undefined)
-  throw new Error("usage: profile-summary.ts FILE.cpuprofile|FILE.heapsnapshot [--top N]");
+  throw new Error("usage: profile-summary.ts FILE.cpuprofile|FILE.heapsnapshot|FILE.heapprofile [--top N]");
 const topAt = process.argv.indexOf("--top");
 const top = topAt === -1 ? 25 : Number(process.argv[topAt + 1]);
 
@@ -124,6 +125,38 @@ if (file.endsWith(".cpuprofile")) {
     1000,
   );
   table("Self time by function", [...byFunction], total, "ms", 1000);
+} else if (file.endsWith(".heapprofile")) {
+  interface AllocationNode {
+    readonly callFrame: ProfileNode["callFrame"];
+    readonly selfSize: number;
+    readonly children: readonly AllocationNode[];
+  }
+  const profile = JSON.parse(readFileSync(file, "utf8")) as { readonly head: AllocationNode };
+  const byFunction = new Map<string, number>();
+  const byModule = new Map<string, number>();
+  // Inclusive per function of our own (named by source file): what was allocated under it.
+  const under = new Map<string, number>();
+  let total = 0;
+  const visit = (node: AllocationNode, above: ReadonlySet<string>): number => {
+    const frame = node.callFrame;
+    const source = sourceOf(frame.url, frame.lineNumber);
+    const name = `${frame.functionName || "(anonymous)"} ${source ?? moduleOf(frame.url, frame.lineNumber)}`;
+    byFunction.set(name, (byFunction.get(name) ?? 0) + node.selfSize);
+    const module = moduleOf(frame.url, frame.lineNumber);
+    byModule.set(module, (byModule.get(module) ?? 0) + node.selfSize);
+    total += node.selfSize;
+    const ours = source?.startsWith("src/") === true && !above.has(name);
+    const next = ours ? new Set([...above, name]) : above;
+    let bytes = node.selfSize;
+    for (const child of node.children) bytes += visit(child, next);
+    if (ours) under.set(name, (under.get(name) ?? 0) + bytes);
+    return bytes;
+  };
+  visit(profile.head, new Set());
+  console.log(`# ${file}\n\n${(total / 2 ** 20).toFixed(1)} MB allocated (sampled; freed objects included)`);
+  table("Allocated by module (self)", [...byModule], total, "MB", 2 ** 20);
+  table("Allocated by function (self)", [...byFunction], total, "MB", 2 ** 20);
+  table("Allocated under each of our functions (inclusive)", [...under], total, "MB", 2 ** 20);
 } else {
   const snapshot = JSON.parse(readFileSync(file, "utf8")) as {
     snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };

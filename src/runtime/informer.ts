@@ -64,9 +64,11 @@ export interface InformerOptions {
    */
   readonly watchTimeoutSeconds?: number;
   /**
-   * No event and no bookmark for this long → the watch is considered dead (a half-open connection) and
-   * restarted. Detected between 1 and 1.25 times this (default 120 s; the apiserver sends a bookmark
-   * about every minute).
+   * A watch that has said nothing for this long and is this long past its `timeoutSeconds`, when the
+   * server should have closed it, is considered dead (a half-open connection, a hung server) and
+   * restarted (default 120 s). Silence alone is no sign: the apiserver sends bookmarks only once the
+   * resource has moved past the watch's resourceVersion, so a watch of objects that do not change
+   * hears nothing until the server closes it.
    */
   readonly watchdog?: Duration.Input;
   /** Restart backoff: first delay (default 200 ms), doubled per failure up to `max` (default 30 s), ±50 % jitter. */
@@ -428,23 +430,33 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
       });
 
     /**
-     * Resolves when nothing arrived for `watchdogMs` (checked in quarters of it). Periodic on purpose
-     * (every 30 s by default): a watch whose connection died silently sends nothing, and only this
-     * notices; the server's bookmarks keep a healthy idle watch from tripping it.
+     * Resolves when the session is dead: nothing arrived for `watchdogMs`, and the server has not
+     * closed it `watchdogMs` after its `timeoutSeconds`. Not silence alone: the apiserver's watch cache
+     * sends a bookmark only with a resourceVersion newer than the watch's own (cache_watcher.go skips
+     * the rest), and that version moves only with the resource's own changes (or etcd's progress
+     * notices, every 10 minutes by default); a watch of objects that do not change hears nothing until
+     * the server ends it. One timer, set for the first moment the session could be dead: an idle
+     * watch wakes nothing before the server closes it.
      */
-    const watchdog = Effect.gen(function* () {
-      let seen = activity;
-      let quiet = 0;
-      for (;;) {
-        yield* Effect.sleep(Math.max(1, watchdogMs / 4));
-        if (activity !== seen) {
+    const watchdog = (timeoutSeconds: number) =>
+      Effect.gen(function* () {
+        const startedAt = yield* Clock.currentTimeMillis;
+        const overdueAt = startedAt + timeoutSeconds * 1000 + watchdogMs;
+        let seen = activity;
+        let quietSince = startedAt;
+        for (;;) {
+          const now = yield* Clock.currentTimeMillis;
+          const due = Math.max(quietSince + watchdogMs, overdueAt);
+          if (now < due) {
+            yield* Effect.sleep(Math.max(1, due - now));
+            continue;
+          }
+          if (activity === seen) return { _tag: "Stalled" } as const satisfies SessionEnd;
+          // Something arrived since: the silence is counted from now (at most `watchdogMs` late).
           seen = activity;
-          quiet = 0;
-        } else if (++quiet >= 4) {
-          return { _tag: "Stalled" } as const satisfies SessionEnd;
+          quietSince = now;
         }
-      }
-    });
+      });
 
     /** The server is there (an answer below 500; 401/403 included: it answered). */
     const probe = kubeRequest({ counter, timeout: Duration.seconds(5) }, "get", client, {
@@ -527,7 +539,7 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
         stats.watches += 1;
         const end: SessionEnd = yield* Effect.raceAll([
           watchSession(from, timeoutSeconds),
-          watchdog,
+          watchdog(timeoutSeconds),
           Deferred.await(restartSignal).pipe(Effect.as({ _tag: "Restart" } as const)),
         ]);
         const healthy =

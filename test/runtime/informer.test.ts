@@ -1,8 +1,12 @@
 // The list-watch cache against a real kube-apiserver: initial paginated LIST, watch events, relist on a
 // real 410 with synthetic deletes, periodic server-side closes, the watchdog, read-your-writes, and a
 // clean end when its scope closes.
+
+import { createServer } from "node:http";
+import { request as httpsRequest } from "node:https";
+import type { AddressInfo } from "node:net";
 import { assert, describe, it } from "@effect/vitest";
-import { RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { Deferred, Effect, Exit, Fiber, Scope, Stream } from "effect";
 import type { KubeObject } from "../../src/kube/object.ts";
 import { compareResourceVersions } from "../../src/kube/object.ts";
@@ -30,6 +34,57 @@ const eventually = (what: string, check: () => boolean, timeoutMs = 10_000) =>
     }
   });
 
+/**
+ * A plain-HTTP proxy to the apiserver that forwards watch events but not a watch's end: the server
+ * closes each watch at its timeoutSeconds, and the client keeps hearing nothing on a connection that
+ * stays open, as through a half-open connection or a hung server.
+ */
+const endlessWatchProxy = async (upstream: string, caPem: string) => {
+  const target = new URL(upstream);
+  const server = createServer((incoming, outgoing) => {
+    const watch = new URL(incoming.url ?? "/", "http://proxy").searchParams.get("watch") === "true";
+    const forwarded = httpsRequest(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: incoming.method,
+        path: incoming.url,
+        headers: { ...incoming.headers, host: target.host },
+        ca: caPem,
+      },
+      (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing, { end: !watch });
+      },
+    );
+    forwarded.on("error", () => outgoing.destroy());
+    outgoing.on("close", () => forwarded.destroy());
+    incoming.pipe(forwarded);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+};
+
+const kubeConfigFor = (server: string, token: string): KubeConfig => {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    // client-node takes plain HTTP (the proxy on 127.0.0.1) only with skipTLSVerify.
+    clusters: [{ name: "proxy", server, skipTLSVerify: true }],
+    users: [{ name: "admin", token }],
+    contexts: [{ name: "proxy", cluster: "proxy", user: "admin" }],
+    currentContext: "proxy",
+  });
+  return kc;
+};
+
 const names = (objects: ReadonlyArray<KubeObject>) => objects.map((o) => o.metadata.name).sort();
 /** Each change's type and name; a key that is not its object's `namespace/name` shows as a mismatch. */
 const summary = (changes: ReadonlyArray<Change>) =>
@@ -42,15 +97,18 @@ const label = (object: KubeObject | undefined, key: string) =>
   (object?.metadata.labels as Record<string, string> | undefined)?.[key];
 
 /** Starts an informer in a scope of its own, and a subscriber collecting its changes. */
-const start = (options: Omit<InformerOptions, "kubeConfig" | "resource">) =>
+const start = (
+  options: Omit<InformerOptions, "kubeConfig" | "resource"> & { readonly kubeConfigOf?: () => KubeConfig },
+) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make();
     const counter = new RequestCounter();
+    const { kubeConfigOf, ...rest } = options;
     const informer = yield* makeInformer({
-      kubeConfig: cluster().makeKubeConfig(),
+      kubeConfig: kubeConfigOf?.() ?? cluster().makeKubeConfig(),
       resource,
       counter,
-      ...options,
+      ...rest,
     }).pipe(Scope.provide(scope));
     const changes: Change[] = [];
     const consumer = yield* Effect.forkChild(
@@ -223,22 +281,50 @@ describe("informer: restarts", () => {
     }),
   );
 
-  it.live("the watchdog restarts a watch that stays silent, and the cache keeps up", () =>
-    Effect.gen(function* () {
-      const kc = cluster().makeKubeConfig();
-      const t = tasks(kc);
-      const ns = yield* promise(() => createTestNamespace(kc, "quiet"));
-      const { informer, close } = yield* start({
-        namespace: ns,
-        watchdog: "400 millis",
-        watchTimeoutSeconds: 600,
-      });
-      yield* eventually("a stall", () => informer.stats().stalls >= 2, 5000);
-      yield* promise(() => t.create(ns, "late"));
-      yield* eventually("late", () => informer.get(ns, "late") !== undefined);
-      assert.strictEqual(informer.stats().lists, 1);
-      yield* close;
-    }),
+  it.live(
+    "a quiet watch is left alone until the server ends it: no bookmark comes for objects that do not change",
+    () =>
+      Effect.gen(function* () {
+        const kc = cluster().makeKubeConfig();
+        const ns = yield* promise(() => createTestNamespace(kc, "still"));
+        yield* promise(() => tasks(kc).create(ns, "unchanging"));
+        const { informer, close } = yield* start({
+          namespace: ns,
+          watchdog: "400 millis",
+          watchTimeoutSeconds: 600,
+        });
+        // Many times the watchdog's 400 ms, with nothing changing: the apiserver sends nothing at all.
+        yield* Effect.sleep(3000);
+        assert.strictEqual(informer.stats().bookmarks, 0);
+        assert.strictEqual(informer.stats().stalls, 0);
+        assert.strictEqual(informer.stats().watches, 1);
+        yield* close;
+      }),
+  );
+
+  it.live(
+    "the watchdog restarts a watch the server should have ended and that still says nothing, and the cache keeps up",
+    () =>
+      Effect.gen(function* () {
+        const kc = cluster().makeKubeConfig();
+        const t = tasks(kc);
+        const ns = yield* promise(() => createTestNamespace(kc, "quiet"));
+        const proxy = yield* Effect.acquireRelease(
+          promise(() => endlessWatchProxy(cluster().server, cluster().caPem)),
+          (opened) => promise(opened.close),
+        );
+        const { informer, close } = yield* start({
+          namespace: ns,
+          watchdog: "400 millis",
+          watchTimeoutSeconds: 1,
+          kubeConfigOf: () => kubeConfigFor(proxy.url, cluster().token),
+        });
+        yield* eventually("a stall", () => informer.stats().stalls >= 2, 10_000);
+        yield* promise(() => t.create(ns, "late"));
+        yield* eventually("late", () => informer.get(ns, "late") !== undefined);
+        assert.strictEqual(informer.stats().lists, 1);
+        yield* close;
+      }).pipe(Effect.scoped),
   );
 });
 
