@@ -249,6 +249,7 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
     if (inFlight !== undefined) return inFlight;
     const run = (async () => {
       for (;;) {
+        if ((queued.get(namespace)?.length ?? 0) === 0) break;
         await spaced(namespace);
         const batch = queued.get(namespace);
         if (batch === undefined || batch.length === 0) break;
