@@ -436,7 +436,9 @@ export const makeInformer = (options: InformerOptions): Effect.Effect<Informer, 
      * the rest), and that version moves only with the resource's own changes (or etcd's progress
      * notices, every 10 minutes by default); a watch of objects that do not change hears nothing until
      * the server ends it. One timer, set for the first moment the session could be dead: an idle
-     * watch wakes nothing before the server closes it.
+     * watch wakes nothing before the server closes it. (A peer that is gone is found sooner by TCP
+     * keepalive: the kube client's watch sockets come from a keep-alive agent, and the kernel resets
+     * them within ~11 s.)
      */
     const watchdog = (timeoutSeconds: number) =>
       Effect.gen(function* () {
