@@ -12,8 +12,8 @@
  *   watches: the released watches then start from an expired resourceVersion).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { request as httpsRequest } from "node:https";
 import type { AddressInfo } from "node:net";
+import { forwardToApiserver } from "../test/support/apiserver-forward.ts";
 
 export interface ProxiedRequest {
   readonly at: number;
@@ -43,28 +43,14 @@ export const startFaultProxy = async (upstream: string, caPem: string): Promise<
   let holding = false;
   const waiting: Array<() => void> = [];
 
-  const forward = (incoming: IncomingMessage, outgoing: ServerResponse, record: ProxiedRequest): void => {
-    const upstreamRequest = httpsRequest(
-      {
-        host: target.hostname,
-        port: target.port,
-        method: incoming.method,
-        path: incoming.url,
-        headers: { ...incoming.headers, host: target.host },
-        ca: caPem,
-      },
-      (answer) => {
-        record.code = answer.statusCode ?? 0;
-        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(outgoing);
-        answer.on("error", () => outgoing.destroy());
-        answer.on("aborted", () => outgoing.destroy());
-      },
-    );
-    upstreamRequest.on("error", () => outgoing.destroy());
-    outgoing.on("close", () => upstreamRequest.destroy());
-    incoming.pipe(upstreamRequest);
-  };
+  const forward = (incoming: IncomingMessage, outgoing: ServerResponse, record: ProxiedRequest): void =>
+    forwardToApiserver(target, caPem, incoming, outgoing, (answer) => {
+      record.code = answer.statusCode ?? 0;
+      outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(outgoing);
+      answer.on("error", () => outgoing.destroy());
+      answer.on("aborted", () => outgoing.destroy());
+    });
 
   const server: Server = createServer((incoming, outgoing) => {
     const url = new URL(incoming.url ?? "/", "http://proxy");

@@ -6,8 +6,8 @@
  */
 import * as ManagedRuntime from "effect/ManagedRuntime";
 import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
-import type { ResolveOverride } from "../etcd/resolve-override.ts";
 import { etcdHandlerLayer } from "../etcd/registry.ts";
+import type { ResolveOverride } from "../etcd/resolve-override.ts";
 import { defragmentationGuard } from "../etcd/schedule/defragmentation-guard.ts";
 import { type KubeAccess, kubeClientOf } from "../kube/kube-client-node.ts";
 import type { KubeObject } from "../kube/object.ts";

@@ -3,7 +3,6 @@
 // clean end when its scope closes.
 
 import { createServer } from "node:http";
-import { request as httpsRequest } from "node:https";
 import type { AddressInfo } from "node:net";
 import { assert, describe, it } from "@effect/vitest";
 import { KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
@@ -18,6 +17,7 @@ import {
   makeInformer,
 } from "../../src/runtime/informer.ts";
 import { resource, tasks } from "../kube/fixtures.ts";
+import { forwardToApiserver } from "../support/apiserver-forward.ts";
 import { createTestNamespace, druidCrds, useControlPlane } from "../support/cluster.ts";
 
 const cluster = useControlPlane({ crds: druidCrds });
@@ -43,23 +43,10 @@ const endlessWatchProxy = async (upstream: string, caPem: string) => {
   const target = new URL(upstream);
   const server = createServer((incoming, outgoing) => {
     const watch = new URL(incoming.url ?? "/", "http://proxy").searchParams.get("watch") === "true";
-    const forwarded = httpsRequest(
-      {
-        host: target.hostname,
-        port: target.port,
-        method: incoming.method,
-        path: incoming.url,
-        headers: { ...incoming.headers, host: target.host },
-        ca: caPem,
-      },
-      (answer) => {
-        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(outgoing, { end: !watch });
-      },
-    );
-    forwarded.on("error", () => outgoing.destroy());
-    outgoing.on("close", () => forwarded.destroy());
-    incoming.pipe(forwarded);
+    forwardToApiserver(target, caPem, incoming, outgoing, (answer) => {
+      outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(outgoing, { end: !watch });
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
