@@ -249,10 +249,10 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
     if (inFlight !== undefined) return inFlight;
     const run = (async () => {
       for (;;) {
-        if ((queued.get(namespace)?.length ?? 0) === 0) break;
-        await spaced(namespace);
         const batch = queued.get(namespace);
         if (batch === undefined || batch.length === 0) break;
+        // Outcomes recorded meanwhile are pushed onto this same batch (`record`).
+        await spaced(namespace);
         queued.delete(namespace);
         lastWrite.set(namespace, performance.now());
         if (await writeBatch(namespace, batch)) {

@@ -1,8 +1,8 @@
 // Creates the lab's etcd cluster (manifests.ts) on a cluster, waits for its members and their backup
 // leader, and writes the Etcd's status as druid's Etcd controller would once they are Ready (the
-// handlers admit a task only for a Ready Etcd). With `dryRun` every object goes through the apiserver's validation and
-// admission (server-side dry run) and nothing is stored: the manifests can be checked before a node
-// runs pods.
+// handlers admit a task only for a Ready Etcd). With `dryRun` every object goes through the
+// apiserver's validation and admission (server-side dry run) and nothing is stored: the manifests can
+// be checked before a node runs pods.
 import {
   AppsV1Api,
   CoreV1Api,
@@ -101,7 +101,7 @@ export const waitForMembers = async (
  * sets the snapshotter active just before it). Until then every on-demand snapshot fails: the leader
  * answers 500 ("snapshotter is not active") and a follower, forwarding to a leader not yet healthy, 405.
  */
-export const SnapshotterStarted = "Starting snapshotter...";
+const SnapshotterStarted = "Starting snapshotter...";
 
 /**
  * Waits until one member's backup-restore sidecar has started its snapshotter. A member's readiness

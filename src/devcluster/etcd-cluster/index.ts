@@ -21,14 +21,7 @@ import {
 import type { EtcdClusterImages, EtcdClusterSpec, S3Store } from "./manifests.ts";
 import { makeEtcdClusterPki } from "./pki.ts";
 
-export {
-  applyEtcdCluster,
-  markEtcdReady,
-  SnapshotterStarted,
-  snapshotLocation,
-  waitForBackupLeader,
-  waitForMembers,
-} from "./deploy.ts";
+export { applyEtcdCluster, markEtcdReady, snapshotLocation, waitForMembers } from "./deploy.ts";
 export type { EtcdClusterImages, EtcdClusterSpec, S3Store } from "./manifests.ts";
 export type { EtcdClusterPki, PemPair } from "./pki.ts";
 

@@ -127,7 +127,8 @@ export interface DruidEtcd {
 
 /**
  * Installs and starts druid, creates the Secrets and the Etcd, and waits until druid reports the Etcd
- * Ready with all members ready and a backup leader taking requests. On failure druid is stopped and the error names the Etcd's conditions.
+ * Ready with all members ready and a backup leader taking requests. On failure druid is stopped and
+ * the error names the Etcd's conditions.
  */
 export const startDruidEtcd = async (
   plane: ControlPlane,
