@@ -71,6 +71,13 @@ const describePod = (pod: V1Pod): string => {
   return `${pod.metadata?.name ?? "?"} ${pod.status?.phase ?? "?"} [${containers}]`;
 };
 
+/** The cluster's member pods (the `part-of` label druid sets, and the lab's manifests too). */
+const memberPods = (core: CoreV1Api, spec: EtcdClusterSpec) =>
+  core.listNamespacedPod({
+    namespace: spec.namespace,
+    labelSelector: `app.kubernetes.io/part-of=${spec.name}`,
+  });
+
 /** Waits until the StatefulSet's pods are all Ready; on timeout the error describes every pod. */
 export const waitForMembers = async (
   kubeConfig: KubeConfig,
@@ -84,10 +91,7 @@ export const waitForMembers = async (
     const set = await apps.readNamespacedStatefulSet({ namespace: spec.namespace, name: spec.name });
     if ((set.status?.readyReplicas ?? 0) === spec.replicas) return;
     if (Date.now() > deadline) {
-      const pods = await core.listNamespacedPod({
-        namespace: spec.namespace,
-        labelSelector: `app.kubernetes.io/part-of=${spec.name}`,
-      });
+      const pods = await memberPods(core, spec);
       throw new Error(
         `etcd cluster ${spec.namespace}/${spec.name}: ${set.status?.readyReplicas ?? 0}/${spec.replicas} members Ready after ${timeoutMs} ms: ${pods.items.map(describePod).join(" | ")}`,
       );
@@ -116,10 +120,7 @@ export const waitForBackupLeader = async (
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const pods = await core.listNamespacedPod({
-      namespace: spec.namespace,
-      labelSelector: `app.kubernetes.io/part-of=${spec.name}`,
-    });
+    const pods = await memberPods(core, spec);
     for (const pod of pods.items) {
       const name = pod.metadata?.name ?? "";
       const running = pod.status?.containerStatuses?.some(
