@@ -140,9 +140,9 @@ if (file.endsWith(".cpuprofile")) {
   const visit = (node: AllocationNode, above: ReadonlySet<string>): number => {
     const frame = node.callFrame;
     const source = sourceOf(frame.url, frame.lineNumber);
-    const name = `${frame.functionName || "(anonymous)"} ${source ?? moduleOf(frame.url, frame.lineNumber)}`;
-    byFunction.set(name, (byFunction.get(name) ?? 0) + node.selfSize);
     const module = moduleOf(frame.url, frame.lineNumber);
+    const name = `${frame.functionName || "(anonymous)"} ${source ?? module}`;
+    byFunction.set(name, (byFunction.get(name) ?? 0) + node.selfSize);
     byModule.set(module, (byModule.get(module) ?? 0) + node.selfSize);
     total += node.selfSize;
     const ours = source?.startsWith("src/") === true && !above.has(name);
