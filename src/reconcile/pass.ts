@@ -23,9 +23,10 @@
  */
 import * as Data from "effect/Data";
 import * as Effect from "effect/Effect";
-import { type ExecutableActionsFrom, getMicrosteps, type SnapshotFrom } from "xstate";
+import type { SnapshotFrom } from "xstate";
 import { isPassEnd, type PassEnd, type TaskEffect } from "../effects/task-effect.ts";
 import { effectsOf } from "../machine/effects-of-actions.ts";
+import { type MicrostepsOf, microstepsFor } from "../machine/microsteps.ts";
 import {
   contextOf,
   type DeleteEvent,
@@ -100,23 +101,22 @@ export type Stop =
   /** A bug, in the machine (a pass without an end) or in a driver (a request answered the wrong way). */
   | { readonly _tag: "Defect"; readonly cause: string };
 
-type Microstep = [TaskSnapshot, ExecutableActionsFrom<TaskMachine>[]];
+const microstepsOf = microstepsFor(taskMachine);
 
-/** Folds microsteps into the pass: records each step and collects its effects in order. */
-const walk = (pass: Pass, steps: ReadonlyArray<Microstep>, firstEvent: string): Pass => {
+/** Folds the machine's microsteps for `event` into the pass: records each step and collects its effects in order. */
+const walk = (pass: Pass, event: Parameters<MicrostepsOf>[1]): Pass => {
+  const { snapshots, actions } = microstepsOf(pass.snapshot, event);
   let snapshot = pass.snapshot;
-  const pending = [...pass.pending];
   const transitions = [...pass.transitions];
-  steps.forEach(([next, actions], index) => {
+  snapshots.forEach((next, index) => {
     transitions.push({
       from: statePath(snapshot),
-      event: index === 0 ? firstEvent : "always",
+      event: index === 0 ? event.type : "always",
       to: statePath(next),
     });
-    pending.push(...effectsOf(actions));
     snapshot = next;
   });
-  return { ...pass, snapshot, pending, transitions };
+  return { ...pass, snapshot, pending: [...pass.pending, ...effectsOf(actions)], transitions };
 };
 
 /** Where a state value sits, as a dotted path: `execution.calling`. */
@@ -149,11 +149,7 @@ const stepOf = (pass: Pass): Step => {
  */
 export const start = (input: PassInput): Step => {
   const idle = taskMachine.resolveState({ value: "idle", context: contextOf(input) });
-  const pass = walk(
-    { snapshot: idle, pending: [], transitions: [] },
-    getMicrosteps(taskMachine, idle, { type: "reconcile" }),
-    "reconcile",
-  );
+  const pass = walk({ snapshot: idle, pending: [], transitions: [] }, { type: "reconcile" });
   const replayed = input.known !== undefined && pass.snapshot.context.replayed;
   return stepOf(replayed && input.known !== undefined ? { ...pass, unwritten: input.known } : pass);
 };
@@ -176,7 +172,7 @@ export const answer = (step: Extract<Step, { _tag: "Request" }>, result: Answer)
           ? result.outcome
           : defectOutcome(pass.snapshot.context.input, request.phase, result.defect);
       const event = phaseEvent(request.phase, outcome, result.now);
-      const next = walk(skip(pass), getMicrosteps(taskMachine, pass.snapshot, event), event.type);
+      const next = walk(skip(pass), event);
       return stepOf({ ...next, unwritten: { phase: request.phase, outcome } });
     }
     case "Failed": {
@@ -188,13 +184,13 @@ export const answer = (step: Extract<Step, { _tag: "Request" }>, result: Answer)
         };
       // The machine decides what a failed DELETE means (recorded, retried with backoff).
       const event: DeleteEvent = { type: "delete.failed", now: result.now, cause: result.cause };
-      return stepOf(walk(skip(pass), getMicrosteps(taskMachine, pass.snapshot, event), event.type));
+      return stepOf(walk(skip(pass), event));
     }
     case "Done": {
       if (request._tag === "RunPhase") return misanswered(step, result);
       if (request._tag === "DeleteTask") {
         const event: DeleteEvent = { type: "delete.done", now: result.now };
-        return stepOf(walk(skip(pass), getMicrosteps(taskMachine, pass.snapshot, event), event.type));
+        return stepOf(walk(skip(pass), event));
       }
       const next = skip(pass);
       // A status write or the finalizer removal carries the unwritten result onto the object.
