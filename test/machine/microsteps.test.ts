@@ -34,7 +34,9 @@ describe("the pass's microsteps", () => {
           expect(
             actual.actions.map((a) => ({ type: a.type, params: a.params })),
             where,
-          ).toEqual(expected.flatMap(([, actions]) => actions).map((a) => ({ type: a.type, params: a.params })));
+          ).toEqual(
+            expected.flatMap(([, actions]) => actions).map((a) => ({ type: a.type, params: a.params })),
+          );
           compared += actual.actions.length;
           snapshot = expected.at(-1)?.[0] ?? snapshot;
         }
