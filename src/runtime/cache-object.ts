@@ -101,7 +101,11 @@ const sharedFields = (value: object, metadata: boolean): Record<string, unknown>
   // `{}` keeps the fields past its fourth in an extra array (~30 B more per object). The metadata loses
   // its managedFields, so it is built field by field.
   const copy: Record<string, unknown> = metadata ? {} : { ...value };
-  for (const [key, field] of Object.entries(value)) {
+  const fields = value as Record<string, unknown>;
+  // `for…in` rather than `Object.entries`: no array per field (a parsed object has no inherited
+  // enumerable keys); the entries' pairs were ~5 % of what a burst allocated (bench/PROFILE.md).
+  for (const key in fields) {
+    const field = fields[key];
     if (metadata && (shape.fields === undefined ? key === "managedFields" : !shape.fields.has(key))) continue;
     measured += key.length + 4;
     if (metadata && unique.has(key)) {
@@ -137,7 +141,9 @@ export const cacheCopy = (object: KubeObject, metadataShape: MetadataShape = {})
   let metadataBytes = 0;
   let statusBytes = 0;
   const copy: Record<string, unknown> = { ...object };
-  for (const [key, field] of Object.entries(object)) {
+  const fields = object as Record<string, unknown>;
+  for (const key in fields) {
+    const field = fields[key];
     const before = measured;
     copy[key] = shared(field, key === "metadata");
     if (key === "metadata") metadataBytes = measured - before;
