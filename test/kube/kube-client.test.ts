@@ -1,6 +1,8 @@
 import { createServer, get, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createNetServer } from "node:net";
+import { Cause, Effect, Exit, Fiber } from "effect";
 import { afterEach, describe, expect, it } from "vitest";
+import { kubeRequest } from "../../src/kube/client.ts";
 import { toKubeError } from "../../src/kube/errors.ts";
 import {
   ApiCallError,
@@ -9,6 +11,7 @@ import {
   maxRequestConnections,
   readText,
 } from "../../src/kube/kube-client.ts";
+import { RequestCounter } from "../../src/kube/request-metrics.ts";
 
 interface Seen {
   readonly method: string;
@@ -371,5 +374,56 @@ describe("KubeClient's connections", () => {
     expect((await client.request({ method: "GET", path: "/api/v1/things/after" })).status).toBe(200);
     expect(watches).toHaveLength(maxRequestConnections + 2);
     for (const handle of handles) handle.abort();
+  });
+});
+
+describe("kubeRequest", () => {
+  /** A server that never answers, and a promise of the moment it sees its client go away. */
+  const hanging = async () => {
+    let closed!: () => void;
+    const gone = new Promise<void>((resolve) => {
+      closed = resolve;
+    });
+    const { client } = await serve((_, response) => response.on("close", closed));
+    return { client, gone };
+  };
+
+  it("fails as transient once its timeout passed, and the request is aborted", async () => {
+    const { client, gone } = await hanging();
+    const counter = new RequestCounter();
+    const started = Date.now();
+    const exit = await Effect.runPromiseExit(
+      kubeRequest({ counter, timeout: "150 millis" }, "get", client, { method: "GET", path: "/api/v1/x" }),
+    );
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+    expect(Exit.isFailure(exit) && Cause.squash(exit.cause)).toMatchObject({
+      reason: "Transient",
+      code: 0,
+      message: "get request timed out",
+    });
+    await gone;
+    expect(counter.count("get", 0)).toBe(1);
+  });
+
+  it("is aborted when its fiber is interrupted, and counts no answer", async () => {
+    const { client, gone } = await hanging();
+    const counter = new RequestCounter();
+    const fiber = Effect.runFork(
+      kubeRequest({ counter, timeout: "1 minute" }, "get", client, { method: "GET", path: "/api/v1/x" }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await Effect.runPromise(Fiber.interrupt(fiber));
+    await gone;
+    expect(counter.count("get")).toBe(0);
+  });
+
+  it("answers as the server did, well within its timeout", async () => {
+    const { client } = await serve((_, response) => json(response, 200, { kind: "X" }));
+    const counter = new RequestCounter();
+    const response = await Effect.runPromise(
+      kubeRequest({ counter, timeout: "5 seconds" }, "get", client, { method: "GET", path: "/api/v1/x" }),
+    );
+    expect(response.body).toEqual({ kind: "X" });
+    expect(counter.count("get", 200)).toBe(1);
   });
 });
