@@ -301,6 +301,31 @@ describe("EventRecorder is best effort, with a bounded retry", () => {
       ),
   );
 
+  it.live(
+    "a create that hangs is given up when the budget is spent: all attempts together stay within it",
+    () =>
+      run(
+        observed((faults, warnings) =>
+          Effect.gen(function* () {
+            const recorder = yield* EventRecorder;
+            const started = Date.now();
+            yield* recorder.record(target, { type: "Normal", reason: "Started", note: "n" });
+            const took = Date.now() - started;
+            // The layer's budget is 300 ms: the first attempt may take all of it, and none follows.
+            assert.isAtLeast(took, 290);
+            assert.isBelow(took, 2_000);
+            assert.strictEqual(seen.length, 1);
+            assert.strictEqual(faults.count("event", "retried"), 1);
+            assert.strictEqual(faults.count("event", "dropped"), 1);
+            assert.deepStrictEqual(warnings, [
+              "event Started on ns/t dropped: 0 Transient: timed out (all attempts)",
+            ]);
+          }),
+        ),
+        ["hang", "hang", "hang", "hang"],
+      ),
+  );
+
   it.live("a Conflict or Invalid answer is not retried", () =>
     run(
       observed((faults) =>

@@ -11,6 +11,7 @@ import * as Clock from "effect/Clock";
 import * as Context from "effect/Context";
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
+import * as Schedule from "effect/Schedule";
 import type { EventType } from "../../effects/task-effect.ts";
 import { apiPath } from "../../kube/api-path.ts";
 import { kubeRequest } from "../../kube/client.ts";
@@ -70,6 +71,9 @@ const defaultEventRetry: RetryPolicy = {
 
 const maxNoteBytes = 1024;
 
+/** An Event whose budget was spent before its next attempt. */
+const outOfBudget = new KubeError({ reason: "Transient", code: 0, message: "timed out (all attempts)" });
+
 /**
  * `<object>.<hex time><hex random>`, like client-go's `<object>.<hex nanoseconds>` (a `generateName` of
  * `<object>.` is refused: it must itself be a valid name), cut to the 253 characters a name may have.
@@ -96,9 +100,13 @@ export const truncateUtf8 = (text: string, bytes: number): string => {
 export const makeEventRecorder = (options: EventRecorderOptions): EventRecorder["Service"] => {
   const client = kubeClientOf(options.kubeConfig);
   const events = { group: "events.k8s.io", version: "v1", plural: "events" };
-  const budget = options.requestTimeout ?? Duration.seconds(10);
-  const settings = { counter: options.counter, timeout: budget };
-  const schedule = retrySchedule(options.retry ?? defaultEventRetry);
+  const budgetMs = Duration.toMillis(
+    Duration.fromInputUnsafe(options.requestTimeout ?? Duration.seconds(10)),
+  );
+  // No retry once the budget is spent (its error is Transient, as a timeout is, for the dropped line).
+  const schedule = retrySchedule(options.retry ?? defaultEventRetry).pipe(
+    Schedule.while(({ input }) => input !== outOfBudget),
+  );
   const reportingController = options.reportingController ?? "opstask";
   const reportingInstance = options.reportingInstance ?? hostname();
   const { group, version, kind } = options.resource;
@@ -126,20 +134,24 @@ export const makeEventRecorder = (options: EventRecorderOptions): EventRecorder[
             resourceVersion: subject.resourceVersion,
           },
         };
-        return yield* kubeRequest(settings, "create", client, {
-          method: "POST",
-          path: apiPath(events, subject.namespace),
-          body,
-        }).pipe(
-          Effect.tapError((error) => (isRetryable(error) ? recordFault("event", "retried") : Effect.void)),
+        // The budget bounds all attempts together: each may take what is left of it. (A deadline
+        // rather than Effect.timeoutOrElse around the retries: that forks two fibers and interrupts
+        // one for each of the ~2 Events a task has; bench/PROFILE.md, eighth pass.)
+        const deadline = (yield* Clock.currentTimeMillis) + budgetMs;
+        const attempt = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          now >= deadline
+            ? Effect.fail(outOfBudget)
+            : kubeRequest({ counter: options.counter, timeout: deadline - now }, "create", client, {
+                method: "POST",
+                path: apiPath(events, subject.namespace),
+                body,
+              }),
+        );
+        return yield* attempt.pipe(
+          Effect.tapError((error) =>
+            isRetryable(error) && error !== outOfBudget ? recordFault("event", "retried") : Effect.void,
+          ),
           Effect.retry(schedule),
-          Effect.timeoutOrElse({
-            duration: budget,
-            orElse: () =>
-              Effect.fail(
-                new KubeError({ reason: "Transient", code: 0, message: "timed out (all attempts)" }),
-              ),
-          }),
           Effect.asVoid,
           Effect.catch((error) =>
             recordFault("event", "dropped").pipe(
