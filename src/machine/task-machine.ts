@@ -1,9 +1,10 @@
 /**
- * The task lifecycle as one XState machine, run only through the pure `initialTransition`/`transition`
- * API. One run of the machine is one reconcile pass: it starts in `route` with everything the pass
- * knows (`PassInput`), emits effects as named actions, receives handler results as `phase.*` events,
- * and ends in a resting state that emits `requeueAfter` or `awaitChange`. Nothing survives between
- * passes except what the effects persisted, so the machine's state is rebuilt from the object each time.
+ * The task lifecycle as one XState machine, only ever stepped purely: no actor is started, each event's
+ * microsteps are computed (src/machine/microsteps.ts). One run of the machine is one reconcile pass: it
+ * starts in `route` with everything the pass knows (`PassInput`), emits effects as named actions,
+ * receives handler results as `phase.*` events, and ends in a resting state that emits `requeueAfter`
+ * or `awaitChange`. Nothing survives between passes except what the effects persisted, so the machine's
+ * state is rebuilt from the object each time.
  *
  * This file is the state table only: read it beside docs/contract.md §4 (one pass) and §5 (what is
  * written after each step). The context and events are task-events.ts; the named effects, guards and
