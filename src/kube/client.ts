@@ -4,6 +4,7 @@
  */
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
+import { MaxTimerDelayMs } from "../runtime/timer-limit.ts";
 import { KubeError, toKubeError } from "./errors.ts";
 import type { ApiRequest, ApiResponse, KubeClient } from "./kube-client.ts";
 import type { RequestCounter, Verb } from "./request-metrics.ts";
@@ -38,9 +39,9 @@ const bounded = <A>(
     const controller = new AbortController();
     const onAbort = () => controller.abort(outer.reason);
     outer.addEventListener("abort", onAbort, { once: true });
-    // setTimeout fires at once past 2^31 - 1 ms: a longer limit is no limit.
+    // A Node timer fires at once past its longest delay: a longer limit (or none) sets no timer.
     const timer =
-      Number.isFinite(limitMs) && limitMs <= 2 ** 31 - 1
+      limitMs <= MaxTimerDelayMs
         ? setTimeout(() => {
             reject(timedOut);
             controller.abort();

@@ -16,7 +16,8 @@ import { type AnyActorScope, createActor, type ExecutableActionsFrom, type Snaps
 import type { TaskMachine } from "./task-machine.ts";
 
 type TaskSnapshot = SnapshotFrom<TaskMachine>;
-type TaskEvent = Parameters<TaskMachine["transition"]>[1];
+/** An event the machine is sent. */
+export type TaskEvent = Parameters<TaskMachine["transition"]>[1];
 type TaskAction = ExecutableActionsFrom<TaskMachine>;
 
 /** The snapshot after each microstep, and every action of them in order. */

@@ -26,7 +26,7 @@ import * as Effect from "effect/Effect";
 import type { SnapshotFrom } from "xstate";
 import { isPassEnd, type PassEnd, type TaskEffect } from "../effects/task-effect.ts";
 import { effectsOf } from "../machine/effects-of-actions.ts";
-import { type MicrostepsOf, microstepsFor } from "../machine/microsteps.ts";
+import { microstepsFor, type TaskEvent } from "../machine/microsteps.ts";
 import {
   contextOf,
   type DeleteEvent,
@@ -103,8 +103,8 @@ export type Stop =
 
 const microstepsOf = microstepsFor(taskMachine);
 
-/** Folds the machine's microsteps for `event` into the pass: records each step and collects its effects in order. */
-const walk = (pass: Pass, event: Parameters<MicrostepsOf>[1]): Pass => {
+/** Takes `event` through the machine: records each microstep and collects its effects in order. */
+const walk = (pass: Pass, event: TaskEvent): Pass => {
   const { snapshots, actions } = microstepsOf(pass.snapshot, event);
   let snapshot = pass.snapshot;
   const transitions = [...pass.transitions];

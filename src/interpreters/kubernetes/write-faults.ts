@@ -11,6 +11,7 @@ import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import type * as Schedule from "effect/Schedule";
 import { isRetryable, type KubeError } from "../../kube/errors.ts";
+import { MaxTimerDelayMs } from "../../runtime/timer-limit.ts";
 import { type FaultOperation, recordFault } from "./fault-counter.ts";
 
 export interface WriteSubject {
@@ -42,9 +43,11 @@ export const watchWrite =
     // eighth pass). The warning runs with the attempt's services (its logger, the fault counter).
     const oneAttempt = Effect.gen(function* () {
       const services = yield* Effect.context<never>();
-      // setTimeout fires at once past 2^31 - 1 ms: a longer wait is never slow.
+      // A Node timer fires at once past its longest delay: a longer wait is never slow.
       const warner =
-        slowMs <= 2 ** 31 - 1 ? setTimeout(() => Effect.runForkWith(services)(warnSlow), slowMs) : undefined;
+        slowMs <= MaxTimerDelayMs
+          ? setTimeout(() => Effect.runForkWith(services)(warnSlow), slowMs)
+          : undefined;
       return yield* attempt.pipe(Effect.ensuring(Effect.sync(() => clearTimeout(warner))));
     }).pipe(
       Effect.tapError((error) =>
