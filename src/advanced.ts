@@ -39,7 +39,13 @@ export {
   TaskEffect,
 } from "./effects/task-effect.ts";
 export type { TaskPhase } from "./handlers/handler.ts";
-export type { ObjectGetter, OwnTask, TaskEventRecorder, TaskLogger } from "./handlers/handler-context.ts";
+export type {
+  ObjectGetter,
+  OwnRecord,
+  OwnTask,
+  TaskEventRecorder,
+  TaskLogger,
+} from "./handlers/handler-context.ts";
 export { ApiUnavailableCode } from "./handlers/objects-unavailable.ts";
 export { EventRecorder } from "./interpreters/kubernetes/event-recorder.ts";
 export {

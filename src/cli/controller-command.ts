@@ -5,7 +5,6 @@
  * probes, logs as JSON lines with a reconcile ID per pass, and on SIGTERM/SIGINT stops taking work,
  * lets passes in flight finish, and exits 0.
  */
-import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import * as Effect from "effect/Effect";
 import * as Logger from "effect/Logger";
@@ -19,6 +18,7 @@ import type { KubeAccess } from "../kube/kube-client-node.ts";
 import { KubeconfigError, loadKubeClient } from "../kube/kubeconfig-loader.ts";
 import { runTaskController, type TaskController } from "../library/run-task-controller.ts";
 import { noObserver } from "../runtime/metrics.ts";
+import { podNamespace } from "../runtime/pod-namespace.ts";
 import { alsoObserve } from "../ui/also-observe.ts";
 import { type ControllerOptions, controllerHelp, loadControllerOptions, OptionError } from "./options.ts";
 
@@ -101,6 +101,8 @@ export const serveController = async (
         keyFile: options.metricsTlsKeyFile,
       },
       probes: options.probeAddress,
+      // Where recovery's progress is kept, out of task authors' reach: the controller's own namespace.
+      progressNamespace: leaseNamespace(options.leaderElectionNamespace),
       ...(options.leaderElect
         ? {
             leaderElection: {
@@ -175,16 +177,8 @@ export const serveController = async (
 };
 
 /** The Lease's namespace: as configured, else the pod's (service account mount), else `default`. */
-const leaseNamespace = (configured: string): string => {
-  if (configured !== "") return configured;
-  if (process.env.POD_NAMESPACE !== undefined && process.env.POD_NAMESPACE !== "")
-    return process.env.POD_NAMESPACE;
-  try {
-    return readFileSync("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "utf8").trim();
-  } catch {
-    return "default";
-  }
-};
+const leaseNamespace = (configured: string): string =>
+  configured !== "" ? configured : (podNamespace() ?? "default");
 
 export const controllerCommand = async (argv: ReadonlyArray<string>): Promise<number> => {
   if (argv.includes("--help") || argv.includes("-h")) {

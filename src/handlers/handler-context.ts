@@ -63,6 +63,23 @@ export interface OwnTask {
   ) => Promise<Readonly<Record<string, string>>>;
 }
 
+/**
+ * A record of the controller's own about the task the call is for, keyed by the task's UID and kept
+ * where task authors cannot write (on a cluster: a ConfigMap in the controller's namespace). What a
+ * handler must trust across calls (resumable steps' progress) lives here, never on the task: anyone
+ * who may create or patch a task writes its annotations.
+ */
+export interface OwnRecord {
+  /** The record's fields, read fresh; undefined when none was written for this task. */
+  readonly read: () => Promise<Readonly<Record<string, string>> | undefined>;
+  /** Merges `fields` (`null` removes one) into the record, creating it; resolves with the fields stored. */
+  readonly write: (
+    fields: Readonly<Record<string, string | null>>,
+  ) => Promise<Readonly<Record<string, string>>>;
+  /** Deletes the record (nothing when there is none). */
+  readonly remove: () => Promise<void>;
+}
+
 export interface HandlerContext {
   readonly phase: Phase;
   /**
@@ -86,6 +103,11 @@ export interface HandlerContext {
    * drivers give it; a context made by hand (`handlerContext()`) has it only when the test passes one.
    */
   readonly ownTask?: OwnTask;
+  /**
+   * The controller's own record about the task (library/steps keeps its progress there). Both drivers
+   * give it when the controller has a namespace of its own for it (`progressNamespace`).
+   */
+  readonly ownRecord?: OwnRecord;
   /** The time now, in ms since the epoch: the controller's clock, the fake clock under `simulate()`. */
   readonly clock?: () => number;
 }

@@ -5,8 +5,13 @@
  */
 import type { PhaseOutcome, TaskError } from "../machine/types.ts";
 
+/** The outcome of each kind, so a `failed(...)` or `retry(...)` fits where a step's stop is asked for. */
+export type CompletedOutcome = Extract<PhaseOutcome, { readonly kind: "completed" }>;
+export type FailedOutcome = Extract<PhaseOutcome, { readonly kind: "failed" }>;
+export type RetryOutcome = Extract<PhaseOutcome, { readonly kind: "retry" }>;
+
 /** The phase succeeded; `description` becomes `status.lastOperation.description`. */
-export const completed = (description: string): PhaseOutcome => ({ kind: "completed", description });
+export const completed = (description: string): CompletedOutcome => ({ kind: "completed", description });
 
 /**
  * Retrying cannot help. `error.code` is the stable, greppable part (`ERR_CHECKSUM_MISMATCH`); `cause`
@@ -15,7 +20,7 @@ export const completed = (description: string): PhaseOutcome => ({ kind: "comple
 export const failed = (
   description: string,
   error: { readonly code: string; readonly message: string; readonly cause?: string },
-): PhaseOutcome => ({ kind: "failed", description, error: taskError(error) });
+): FailedOutcome => ({ kind: "failed", description, error: taskError(error) });
 
 /**
  * Try again later. With an `error` the task backs off exponentially and the error is recorded in
@@ -28,7 +33,7 @@ export const retry = (
     readonly error?: { readonly code: string; readonly message: string; readonly cause?: string };
     readonly afterMs?: number;
   } = {},
-): PhaseOutcome => ({
+): RetryOutcome => ({
   kind: "retry",
   description,
   ...(options.error === undefined ? {} : { error: taskError(options.error) }),

@@ -42,6 +42,7 @@ import type { GroupObjects } from "../runtime/group-objects.ts";
 import { runLeaderElection } from "../runtime/leader-election.ts";
 import { startMemoryReturn } from "../runtime/memory-return.ts";
 import { type ControllerObserver, metricLabelOf, noObserver } from "../runtime/metrics.ts";
+import { podNamespace } from "../runtime/pod-namespace.ts";
 import { sumQueueMetrics, type WorkQueueMetrics } from "../runtime/work-queue.ts";
 import { alsoObserve } from "../ui/also-observe.ts";
 import type { ExplainInput } from "../ui/board-store.ts";
@@ -78,6 +79,13 @@ export interface TaskControllerBaseOptions<Task, R> extends LifecycleOptions {
   readonly kubeConfig?: KubeAccess;
   /** Namespaces to watch (one controller each); all when absent. */
   readonly namespace?: string | ReadonlyArray<string>;
+  /**
+   * The controller's own namespace, one where task authors hold no rights: resumable steps keep their
+   * progress there (a ConfigMap per task, `opstask-record-<uid>`; its RBAC: configmaps create, get,
+   * patch, delete in it). Default: the pod's namespace (`POD_NAMESPACE`, the service account's),
+   * else the Lease's; out of a pod without either, steps tasks fail with ERR_STEPS_UNSUPPORTED.
+   */
+  readonly progressNamespace?: string;
   /** Passes at once per namespace (default 3). Handler calls never hold a worker. */
   readonly concurrency?: number;
   /** Every task is reconciled again this often, whatever happened (default 10 minutes). */
@@ -226,6 +234,7 @@ export const runTaskController = async <Task, R = never>(
       : typeof options.namespace === "string"
         ? [options.namespace]
         : options.namespace;
+  const progressNamespace = options.progressNamespace ?? podNamespace() ?? options.leaderElection?.namespace;
   // `services` is required by the type exactly when R is not never, so the fallback provides nothing.
   const services = options.services ?? (Layer.empty as Layer.Layer<R>);
   const handles: ControllerHandle[] = [];
@@ -396,6 +405,7 @@ export const runTaskController = async <Task, R = never>(
           fieldManager,
           ...(options.otherController === undefined ? {} : { otherController: options.otherController }),
           ...(namespace === undefined ? {} : { namespace }),
+          ...(progressNamespace === undefined ? {} : { progressNamespace }),
           ...(options.resyncIntervalMs === undefined ? {} : { resyncInterval: options.resyncIntervalMs }),
           ...(options.groupResource === undefined ? {} : { groupResource: options.groupResource }),
           ...(options.groupObjects === undefined ? {} : { groupObjects: options.groupObjects }),

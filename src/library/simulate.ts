@@ -24,6 +24,7 @@ import { supportedMembers } from "../handlers/handler.ts";
 import {
   type HandlerContext,
   type ObjectResource,
+  type OwnRecord,
   type OwnTask,
   taskLogKeys,
 } from "../handlers/handler-context.ts";
@@ -173,6 +174,11 @@ export interface Simulation<Task, Spec = unknown> {
   readonly logs: (name?: string) => ReadonlyArray<LoggedLine>;
   /** Other objects of the simulated cluster (`put`, `remove`), as handlers read them. */
   readonly objects: MemoryObjects;
+  /**
+   * The controller's own record about a task (`context.ownRecord`), by the task's UID: what a
+   * ConfigMap in the controller's namespace holds on a cluster. It outlives a `crash`.
+   */
+  readonly records: Map<string, Readonly<Record<string, string>>>;
   /** Reconcile passes with the machine's transitions and how each ended. */
   readonly passes: (name?: string) => ReadonlyArray<PassRecord>;
   /** Every change of the stored objects, as a watch would have seen it. */
@@ -227,6 +233,7 @@ export const simulate = <Task, R = never, Spec = unknown>(
   // `services` is required by the type exactly when R is not never, so the fallback provides nothing.
   const runtime = ManagedRuntime.make(options.services ?? (Layer.empty as Layer.Layer<R>));
   const inFlight = new Map<number, InFlight>();
+  const records = new Map<string, Readonly<Record<string, string>>>();
 
   const taskOf = (at: string, name: string): Task | undefined => {
     const stored = server.get(at, name);
@@ -249,6 +256,7 @@ export const simulate = <Task, R = never, Spec = unknown>(
       log: { debug: line("debug"), info: line("info"), warn: line("warn"), error: line("error") },
       objects,
       ownTask: ownTaskOf(metadata),
+      ownRecord: ownRecordOf(metadata.uid),
       clock: () => clock.now(),
       events: {
         record: (eventType, reason, note) =>
@@ -276,6 +284,20 @@ export const simulate = <Task, R = never, Spec = unknown>(
           )
         : {};
     },
+  });
+
+  /** As on a cluster: a record by the task's UID that no task author writes. */
+  const ownRecordOf = (uid: string): OwnRecord => ({
+    read: async () => records.get(uid),
+    write: async (fields) => {
+      const next: Record<string, string> = { ...records.get(uid) };
+      for (const [key, value] of Object.entries(fields))
+        if (value === null) delete next[key];
+        else next[key] = value;
+      records.set(uid, next);
+      return next;
+    },
+    remove: async () => void records.delete(uid),
   });
 
   const behaviour = (facts: TaskFacts, phase: Phase, info: CallInfo): Behaviour => {
@@ -413,6 +435,7 @@ export const simulate = <Task, R = never, Spec = unknown>(
     events: (name) => byName(controller.events, name),
     logs: (name) => byName(logs, name).map(({ name: _, ...line }) => line),
     objects,
+    records,
     passes: (name) => byName(controller.passes, name),
     history: (name) =>
       name === undefined

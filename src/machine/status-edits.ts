@@ -45,11 +45,14 @@ export const withOperation = (
 
 /**
  * `[Operation: <type>, Code: <code>] message: <message>, cause: <cause>` (docs/contract.md §6), at most
- * `MaxStatusTextLength` characters: a cause that echoes a 10,000-character value is cut, saying so.
+ * `MaxStatusTextLength` characters: a cause that echoes a 10,000-character value is cut, saying so. A
+ * cause that only repeats the message (`failed(d, { code, message })` gives none of its own) is left out.
  */
 export const describeError = (type: OperationType, error: TaskError): string =>
   capText(
-    `[Operation: ${type}, Code: ${capText(error.code, 100)}] message: ${capText(error.message, 300)}, cause: ${error.cause}`,
+    `[Operation: ${type}, Code: ${capText(error.code, 100)}] message: ${capText(error.message, 300)}${
+      error.cause === "" || error.cause === error.message ? "" : `, cause: ${error.cause}`
+    }`,
   );
 
 /** Appends an error, keeping the newest `maxLastErrors`, oldest first. Errors are never cleared. */

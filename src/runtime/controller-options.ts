@@ -19,6 +19,12 @@ export interface ControllerOptions<Task, R> {
   readonly kubeConfig: KubeAccess;
   /** Watch one namespace; all when absent. */
   readonly namespace?: string;
+  /**
+   * The controller's own namespace, where it keeps a record per task that task authors cannot write
+   * (resumable steps' progress: own-record-kube.ts). Without it handlers get no `ownRecord`, and a
+   * steps handler fails its tasks with ERR_STEPS_UNSUPPORTED.
+   */
+  readonly progressNamespace?: string;
   /** Passes run at once (druid: 3). Handler calls do not count: they never hold a worker. */
   readonly concurrency: number;
   /** Every task is reconciled again this often, whatever happened (default 10 minutes). */

@@ -229,6 +229,9 @@ export const runController = <Task, R>(
           signal: abort.signal,
           // With the resource the context has `ownTask`: where resumable steps record their progress.
           resource: kind.resource,
+          ...(options.progressNamespace === undefined
+            ? {}
+            : { records: { namespace: options.progressNamespace, kind: kind.resource.kind } }),
         },
         services,
         recorder,

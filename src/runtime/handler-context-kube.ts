@@ -21,6 +21,7 @@ import { mergePatch } from "../kube/client.ts";
 import { ApiCallError, type KubeClient } from "../kube/kube-client.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { Phase } from "../machine/types.ts";
+import { kubeOwnRecord } from "./own-record-kube.ts";
 
 /** An `ObjectGetter` whose reads a call's abort signal cancels. */
 export interface KubeObjectGetter {
@@ -66,6 +67,8 @@ export interface KubeCallContext {
   readonly signal: AbortSignal;
   /** The task's resource: with it the call may annotate its own task (`ownTask`). */
   readonly resource?: ObjectResource;
+  /** The controller's namespace for its records (`ownRecord`), and the kind's name they mention. */
+  readonly records?: { readonly namespace: string; readonly kind: string };
 }
 
 /** `metadata.annotations` of an object as the API returned it (string values only). */
@@ -149,6 +152,17 @@ export const kubeHandlerContext = (
     ...(call.resource === undefined
       ? {}
       : { ownTask: kubeOwnTask(call.client, call.resource, call.subject, call.signal) }),
+    ...(call.records === undefined
+      ? {}
+      : {
+          ownRecord: kubeOwnRecord(
+            call.client,
+            call.records.namespace,
+            call.subject,
+            call.records.kind,
+            call.signal,
+          ),
+        }),
     clock: Date.now,
   };
 };

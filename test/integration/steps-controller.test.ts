@@ -1,7 +1,8 @@
 /**
  * Resumable steps under the cluster controller (runController) on a real apiserver: each handler
- * call's context carries `ownTask`, so a steps handler records its progress in the task's
- * annotations and the task Succeeds. Found by the quorum-recovery e2e test: the controller's calls
+ * call's context carries `ownRecord` and `ownTask`, so a steps handler records its progress in the
+ * controller's record (a ConfigMap in its own namespace, removed with the task) and mirrors it in the
+ * task's annotations, and the task Succeeds. Found by the quorum-recovery e2e test: the controller's calls
  * lacked the task's resource, and every steps task Failed with ERR_STEPS_UNSUPPORTED at step 1.
  */
 import { CustomObjectsApi } from "@kubernetes/client-node";
@@ -25,6 +26,7 @@ describe("a steps handler under the cluster controller", () => {
     const kc = cluster().makeKubeConfig();
     const api = kc.makeApiClient(CustomObjectsApi);
     const namespace = await createTestNamespace(kc, "steps");
+    const records = await createTestNamespace(kc, "records");
     const ran: string[] = [];
     // The recovery's progress prefix: etcdOpsTaskKind's cache keeps those annotations.
     const handler = stepsHandler<EtcdOpsTask>(etcdOpsTaskKind, {
@@ -43,6 +45,7 @@ describe("a steps handler under the cluster controller", () => {
         kubeConfig: kc,
         concurrency: 2,
         namespace,
+        progressNamespace: records,
       }).pipe(
         Effect.tap((handle) => handle.synced),
         Effect.provide(kubernetesLayer({ kubeConfig: kc, resource: etcdOpsTaskKind.resource })),

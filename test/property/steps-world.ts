@@ -1,13 +1,18 @@
 /**
  * A resumable task under simulation for the steps properties: five steps over a made-up world (a
  * log of runs and undos, and the conditions the waits poll), a fault injector on the progress writes
- * (a crash just before or just after the N-th one), and a driver that runs the lifecycle to its end.
+ * to the controller's record (a crash just before or just after the N-th one), and a driver that runs the lifecycle to its end.
  */
 
 import { stepAnnotationNames } from "../../src/advanced.ts";
 import type { TaskHandler } from "../../src/handlers/handler.ts";
-import type { HandlerContext, OwnTask } from "../../src/handlers/handler-context.ts";
+import type { HandlerContext, OwnRecord } from "../../src/handlers/handler-context.ts";
 import { promiseStep, stepsHandler } from "../../src/index.ts";
+import {
+  recordFields,
+  type StepAnnotations,
+  stepAnnotations,
+} from "../../src/library/steps/step-progress.ts";
 import { type Simulation, simulate } from "../../src/testing.ts";
 import { type Chore, choreKind } from "../library/new-kind/chore-kind.ts";
 
@@ -55,10 +60,18 @@ const undoes = (world: StepsWorld, step: StepName) => (task: Chore) => {
   return undefined;
 };
 
-const faultyOwnTask = (world: StepsWorld, own: OwnTask, uid: string): OwnTask => ({
-  annotate: async (annotations) => {
-    // An empty patch is a read of the progress, not a write.
-    if (Object.keys(annotations).length === 0) return own.annotate(annotations);
+/** A record write as the progress annotations it stands for (the tests read them by those names). */
+export const asAnnotations = (fields: Readonly<Record<string, string | null>>) =>
+  Object.fromEntries(
+    (Object.keys(recordFields) as Array<keyof StepAnnotations>)
+      .filter((field) => recordFields[field] in fields)
+      .map((field) => [stepAnnotations(progressPrefix)[field], fields[recordFields[field]] ?? null]),
+  );
+
+const faultyOwnRecord = (world: StepsWorld, own: OwnRecord, uid: string): OwnRecord => ({
+  ...own,
+  write: async (fields) => {
+    const annotations = asAnnotations(fields);
     const index = world.progressWrites.length;
     const write = { annotations, landed: false };
     world.progressWrites.push(write);
@@ -71,7 +84,7 @@ const faultyOwnTask = (world: StepsWorld, own: OwnTask, uid: string): OwnTask =>
       world.sim.controller.crashAfter(0);
       if (fault.mode === "before") throw new Error("the controller died before the progress write");
     }
-    const stored = await own.annotate(annotations);
+    const stored = await own.write(fields);
     write.landed = true;
     world.log.push({
       kind: "recorded",
@@ -84,9 +97,9 @@ const faultyOwnTask = (world: StepsWorld, own: OwnTask, uid: string): OwnTask =>
 
 const withFaults = (world: StepsWorld, handler: TaskHandler<Chore>): TaskHandler<Chore> => {
   const context = (task: Chore, ctx: HandlerContext): HandlerContext =>
-    ctx.ownTask === undefined
+    ctx.ownRecord === undefined
       ? ctx
-      : { ...ctx, ownTask: faultyOwnTask(world, ctx.ownTask, task.metadata.uid) };
+      : { ...ctx, ownRecord: faultyOwnRecord(world, ctx.ownRecord, task.metadata.uid) };
   return {
     admit: handler.admit,
     execute: (task, ctx) => handler.execute(task, context(task, ctx)),

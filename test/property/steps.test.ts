@@ -143,19 +143,17 @@ describe("resumable steps: a label edit or a deletion at every step boundary", (
     });
   }
 
-  it("a task created from a copy of a half-done task's manifest (its annotations included) starts at step 1", async () => {
+  it("a task created from a copy of a half-done task's manifest (its annotations included) is Rejected with ERR_FORGED_PROGRESS, and runs no step", async () => {
     const world = makeStepsWorld();
     await toBoundary(world, 3);
     const copied = world.sim.object("t")?.metadata as { annotations: Record<string, string> };
     world.sim.create(chore("copy", copied.annotations));
     await drive(world, "copy");
-    expect(world.sim.state("copy")).toBe("Succeeded");
-    expect(runCounts(world, uidOf(world, "copy"))).toEqual({
-      Prepare: 1,
-      ScaleDown: 1,
-      DeleteVolumes: 1,
-      ScaleOut: 1,
-    });
+    expect(world.sim.state("copy")).toBe("Rejected");
+    const error = world.sim.status("copy")?.lastErrors?.at(-1);
+    expect(error?.code).toBe(StepErrorCodes.forgedProgress);
+    expect(error?.description).toContain(`create the task without ${completedKey}`);
+    expect(runCounts(world, uidOf(world, "copy"))).toEqual({});
   });
 });
 
@@ -202,14 +200,16 @@ describe("resumable steps: every deadline ends the task with an error naming its
 });
 
 describe("resumable steps: progress that names no step of the task", () => {
-  it("fails the task with ERR_STEP_PROGRESS_UNKNOWN naming the annotation, and runs no step", async () => {
+  it("fails the task with ERR_STEP_PROGRESS_UNKNOWN naming the step, and runs no step", async () => {
     const world = makeStepsWorld();
-    world.sim.create(chore("t", { [completedKey]: "Teleport" }));
+    world.sim.create(chore("t"));
+    // As a controller whose steps had other names left it in its record.
+    world.sim.records.set(uidOf(world, "t"), { taskUid: uidOf(world, "t"), lastCompletedStep: "Teleport" });
     await drive(world, "t");
     expect(world.sim.state("t")).toBe("Failed");
     const error = world.sim.status("t")?.lastErrors?.at(-1);
     expect(error?.code).toBe(StepErrorCodes.progressUnknown);
-    expect(error?.description).toContain(`annotation ${completedKey} names step "Teleport"`);
+    expect(error?.description).toContain(`lastCompletedStep names step "Teleport"`);
     expect(world.ran).toEqual([]);
   });
 });

@@ -60,17 +60,23 @@ export const makeKubernetesQuorumCluster = (options: KubernetesQuorumClusterOpti
   const request = (verb: Parameters<typeof kubeRequest>[1], req: Parameters<typeof kubeRequest>[3]) =>
     kubeRequest(settings, verb, client, req);
 
+  const namesOf = (resource: typeof pvcs, namespace: string, labels: Readonly<Record<string, string>>) =>
+    request("list", {
+      method: "GET",
+      path: apiPath(resource, namespace),
+      query: { labelSelector: selector(labels) },
+    }).pipe(
+      Effect.map((list) => {
+        const items = objectOf(list.body).items;
+        return (Array.isArray(items) ? items : [])
+          .map((item) => objectOf(objectOf(item).metadata).name)
+          .filter((name): name is string => typeof name === "string" && name !== "");
+      }),
+    );
+
   const deleteAll = (resource: typeof pvcs, namespace: string, labels: Readonly<Record<string, string>>) =>
     Effect.gen(function* () {
-      const list = yield* request("list", {
-        method: "GET",
-        path: apiPath(resource, namespace),
-        query: { labelSelector: selector(labels) },
-      });
-      const items = objectOf(list.body).items;
-      const names = (Array.isArray(items) ? items : [])
-        .map((item) => objectOf(objectOf(item).metadata).name)
-        .filter((name): name is string => typeof name === "string" && name !== "");
+      const names = yield* namesOf(resource, namespace, labels);
       for (const name of names)
         yield* orUndefinedWhenMissing(
           request("delete", { method: "DELETE", path: apiPath(resource, namespace, name) }),
@@ -92,10 +98,23 @@ export const makeKubernetesQuorumCluster = (options: KubernetesQuorumClusterOpti
           Effect.map((response): StatefulSetScale => {
             const body = objectOf(response.body);
             const status = objectOf(body.status);
+            const owners = objectOf(body.metadata).ownerReferences;
+            const controller = (Array.isArray(owners) ? owners : [])
+              .map(objectOf)
+              .find((owner) => owner.controller === true);
             return {
               desired: numberOf(objectOf(body.spec).replicas),
               current: numberOf(status.replicas),
               ready: numberOf(status.readyReplicas),
+              ...(controller === undefined
+                ? {}
+                : {
+                    controller: {
+                      kind: String(controller.kind ?? ""),
+                      name: String(controller.name ?? ""),
+                      uid: String(controller.uid ?? ""),
+                    },
+                  }),
             };
           }),
         ),
@@ -109,6 +128,7 @@ export const makeKubernetesQuorumCluster = (options: KubernetesQuorumClusterOpti
           body: { spec: { replicas } },
         }),
       ).pipe(Effect.asVoid),
+    pvcNames: (namespace, labels) => namesOf(pvcs, namespace, labels),
     deletePvcs: (namespace, labels) => deleteAll(pvcs, namespace, labels),
     deleteLeases: (namespace, labels) => deleteAll(leases, namespace, labels),
     configData: (namespace, name, key) =>

@@ -18,7 +18,14 @@ export interface QuorumClusterCall {
 
 export class MemoryQuorumCluster {
   readonly etcdAnnotations = new Map<string, string>();
-  statefulSet: { desired: number; current: number; ready: number } | undefined;
+  statefulSet:
+    | {
+        desired: number;
+        current: number;
+        ready: number;
+        controller?: NonNullable<StatefulSetScale["controller"]>;
+      }
+    | undefined;
   readonly pvcs = new Set<string>();
   readonly leases = new Set<string>();
   readonly configMaps = new Map<string, string>();
@@ -33,9 +40,15 @@ export class MemoryQuorumCluster {
 
   readonly etcd: string;
 
-  constructor(etcd: string, replicas: number) {
+  /** `etcdUid`: the Etcd that controls the StatefulSet, as druid's ownerReference names it. */
+  constructor(etcd: string, replicas: number, etcdUid = "etcd-uid") {
     this.etcd = etcd;
-    this.statefulSet = { desired: replicas, current: replicas, ready: 0 };
+    this.statefulSet = {
+      desired: replicas,
+      current: replicas,
+      ready: 0,
+      controller: { kind: "Etcd", name: etcd, uid: etcdUid },
+    };
     for (let ordinal = 0; ordinal < replicas; ordinal++) this.pvcs.add(`data-${podName(etcd, ordinal)}`);
   }
 
@@ -89,6 +102,7 @@ export const makeMemoryQuorumCluster = (cluster: MemoryQuorumCluster): QuorumClu
       call("scale", [replicas], () => {
         if (cluster.statefulSet !== undefined) cluster.statefulSet.desired = replicas;
       }),
+    pvcNames: () => call("pvcNames", [], () => [...cluster.pvcs].sort()),
     deletePvcs: () =>
       call("deletePvcs", [], () => {
         const deleted = cluster.pvcs.size;

@@ -20,6 +20,8 @@ export interface StatefulSetScale {
   readonly current: number;
   /** `status.readyReplicas` */
   readonly ready: number;
+  /** The ownerReference with `controller: true`, if any (druid's Etcd for its StatefulSet). */
+  readonly controller?: { readonly kind: string; readonly name: string; readonly uid: string };
 }
 
 export const EtcdConfigKey = "etcd.conf.yaml";
@@ -48,6 +50,11 @@ export interface QuorumClusterShape {
   ) => Effect.Effect<StatefulSetScale | undefined, KubeError>;
   /** Sets `spec.replicas` through the `scale` subresource; a missing StatefulSet is left alone. */
   readonly scale: (namespace: string, name: string, replicas: number) => Effect.Effect<void, KubeError>;
+  /** Names of the PVCs with these labels. */
+  readonly pvcNames: (
+    namespace: string,
+    labels: Readonly<Record<string, string>>,
+  ) => Effect.Effect<ReadonlyArray<string>, KubeError>;
   /** Deletes the PVCs with these labels; answers how many were deleted (404s count as gone). */
   readonly deletePvcs: (
     namespace: string,

@@ -1,13 +1,14 @@
 /**
  * `recoverFromQuorumLoss` (docs/contract.md §15): etcd-druid's pull request #1358 on the library's
- * resumable steps. Thirteen steps with druid's names, progress in druid's task annotations
- * (`druid.gardener.cloud/quorum-recovery-last-completed-step`, `…-wait-start`), druid's Etcd
- * annotations to keep its Etcd controller out of the way while the cluster is rebuilt:
+ * resumable steps. Thirteen steps with druid's names; the progress in the controller's own record of
+ * the task (library/steps/step-progress.ts: a task author cannot write it), mirrored in druid's task
+ * annotations (`druid.gardener.cloud/quorum-recovery-last-completed-step`, `…-wait-start`) for people;
+ * druid's Etcd annotations keep its Etcd controller out of the way while the cluster is rebuilt:
  *
  *  1 WaitConfirmation             until the task has `druid.gardener.cloud/confirm-recovery: "true"`
  *  2 SuspendReconciliation        Etcd `druid.gardener.cloud/suspend-etcd-spec-reconcile: "true"`
  *  3 DisableComponentProtection   Etcd `druid.gardener.cloud/disable-etcd-component-protection: "true"`
- *  4 ScaleDown                    quorum still lost (checked again), StatefulSet to 0
+ *  4 ScaleDown                    StatefulSet to 0
  *  5 WaitScaleDown                until no replica is left (scaleDownTimeout, default 60s)
  *  6 DeletePVCs                   every member's volume
  *  7 DeleteMemberLeases
@@ -19,8 +20,10 @@
  * 12 WaitEtcdReady                until AllMembersReady=True (etcdReadyTimeout, default 300s)
  * 13 ReenableComponentProtection
  *
- * A Failed task, or one deleted before it finished, has steps 3 and 2 undone by Cleanup (the two
- * Etcd annotations removed), so druid's Etcd controller is never left suspended.
+ * Admit refuses a cluster the later steps cannot recover (admission.ts). Each destructive step (4, 6–9)
+ * checks again what it relies on (`guarded`). A step that fails the task, and a task deleted before it
+ * finished, have steps 3 and 2 undone at once (the two Etcd annotations removed), so druid's Etcd
+ * controller is never left suspended until the task's TTL.
  */
 import * as Effect from "effect/Effect";
 import type { KubeError, StepAnswer, StepStop } from "../../advanced.ts";
@@ -102,6 +105,79 @@ const annotate = (task: EtcdOpsTask, what: string, annotations: Readonly<Record<
     service.annotateEtcd(task.metadata.namespace, task.spec.etcdName ?? "", annotations),
   ).pipe(Effect.map((result) => (isStop(result) ? result : undefined)));
 
+const statefulSetGone = (task: EtcdOpsTask): StepStop =>
+  failed(`StatefulSet ${task.spec.etcdName ?? ""} is gone`, {
+    code: RecoveryErrorCodes.execute,
+    message: "the etcd's StatefulSet is missing; a missing StatefulSet is not a scaled-down one",
+    cause: `statefulset ${task.metadata.namespace}/${task.spec.etcdName ?? ""} not found`,
+  });
+
+/**
+ * What a destructive step relies on: quorum still lost (`notBack` once the Leases it is read from may
+ * be gone), and at most `members` replicas wanted and running (none before the volumes go; ScaleUp
+ * run again after a crash finds its own 1).
+ */
+interface Relies {
+  readonly quorum: "lost" | "notBack";
+  readonly members?: 0 | 1;
+}
+
+/**
+ * A destructive step, with what it relies on checked again right before it: the task may have waited,
+ * the controller restarted, someone else acted. Quorum: still lost (druid reads it from the member
+ * Leases, so after DeleteMemberLeases only "not back": Ready is not True). druid's Etcd controller kept
+ * away: its two annotations set again (idempotent; a cached read of the Etcd may not show them yet).
+ * Members down: the StatefulSet at no more than `members` (a missing one fails: it is not scaled down).
+ */
+const guarded =
+  (
+    what: string,
+    relies: Relies,
+    act: (task: EtcdOpsTask) => Effect.Effect<unknown, never, RecoveryServices>,
+  ) =>
+  (task: EtcdOpsTask): Effect.Effect<StepAnswer, never, RecoveryServices> =>
+    withEtcd(task, (etcd) =>
+      Effect.gen(function* () {
+        const ready = (etcd.status?.conditions ?? []).find((c) => c.type === "Ready");
+        const problem =
+          relies.quorum === "lost"
+            ? quorumProblem(etcd)
+            : ready?.status === "True"
+              ? failed("The etcd cluster is ready again", {
+                  code: RecoveryErrorCodes.execute,
+                  message: "etcd cluster has not lost quorum",
+                  cause: `etcd ${etcd.metadata.namespace}/${etcd.metadata.name} has Ready=True (reason=${ready.reason ?? ""})`,
+                })
+              : undefined;
+        if (problem !== undefined)
+          return failed(`Quorum is no longer lost; not going on to ${what}: ${problem.description}`, {
+            code: RecoveryErrorCodes.execute,
+            message: "etcd cluster has not lost quorum",
+            cause: problem.error.cause,
+          });
+        const kept = yield* annotate(task, "keep etcd-druid's reconciliation suspended", {
+          [RecoveryAnnotations.suspendReconcile]: "true",
+          [RecoveryAnnotations.disableProtection]: "true",
+        });
+        if (kept !== undefined) return kept;
+        if (relies.members !== undefined) {
+          const sts = yield* cluster("get the StatefulSet", (service) =>
+            service.statefulSet(etcd.metadata.namespace, etcd.metadata.name),
+          );
+          if (isStop(sts)) return sts;
+          if (sts === undefined) return statefulSetGone(task);
+          if (sts.desired > relies.members || sts.current > relies.members)
+            return failed(`StatefulSet ${etcd.metadata.name} is not scaled down; not going on to ${what}`, {
+              code: RecoveryErrorCodes.execute,
+              message: "the etcd's members are not all down",
+              cause: `statefulset ${etcd.metadata.namespace}/${etcd.metadata.name} has spec.replicas=${sts.desired}, status.replicas=${sts.current}`,
+            });
+        }
+        const result = yield* act(task);
+        return isStop(result) ? result : undefined;
+      }),
+    );
+
 const steps: ReadonlyArray<Step> = [
   {
     name: "WaitConfirmation",
@@ -136,22 +212,11 @@ const steps: ReadonlyArray<Step> = [
   {
     name: "ScaleDown",
     done: "Scaled StatefulSet down to 0 replicas",
-    run: (task) =>
-      withEtcd(task, (etcd) => {
-        // The last moment to stop: everything from here on destroys the members' data.
-        const problem = quorumProblem(etcd);
-        if (problem !== undefined)
-          return Effect.succeed<StepAnswer>(
-            failed(`Quorum is no longer lost; not scaling down: ${problem.description}`, {
-              code: RecoveryErrorCodes.execute,
-              message: "etcd cluster has not lost quorum",
-              cause: problem.kind === "completed" ? "" : (problem.error?.cause ?? ""),
-            }) as StepStop,
-          );
-        return cluster("scale the StatefulSet down to 0", (service) =>
-          service.scale(etcd.metadata.namespace, etcd.metadata.name, 0),
-        ).pipe(Effect.map((result) => (isStop(result) ? result : undefined)));
-      }),
+    run: guarded("scale the StatefulSet down", { quorum: "lost" }, (task) =>
+      cluster("scale the StatefulSet down to 0", (service) =>
+        service.scale(task.metadata.namespace, task.spec.etcdName ?? "", 0),
+      ),
+    ),
   },
   {
     name: "WaitScaleDown",
@@ -162,7 +227,11 @@ const steps: ReadonlyArray<Step> = [
           service.statefulSet(task.metadata.namespace, task.spec.etcdName ?? ""),
         ).pipe(
           Effect.map((sts) =>
-            isStop(sts) ? sts : sts === undefined || (sts.current === 0 && sts.ready === 0),
+            isStop(sts)
+              ? sts
+              : sts === undefined
+                ? statefulSetGone(task)
+                : sts.current === 0 && sts.ready === 0,
           ),
         ),
       deadlineMs: (task) => timeoutsOf(configOf(task)).scaleDownMs,
@@ -173,23 +242,25 @@ const steps: ReadonlyArray<Step> = [
   {
     name: "DeletePVCs",
     done: "Deleted all PVCs",
-    run: (task) =>
+    run: guarded("delete the members' PVCs", { quorum: "lost", members: 0 }, (task) =>
       cluster("delete the members' PVCs", (service) =>
         service.deletePvcs(task.metadata.namespace, volumeLabels(task.spec.etcdName ?? "")),
-      ).pipe(Effect.map((result) => (isStop(result) ? result : undefined))),
+      ),
+    ),
   },
   {
     name: "DeleteMemberLeases",
     done: "Deleted all member leases",
-    run: (task) =>
+    run: guarded("delete the member leases", { quorum: "lost", members: 0 }, (task) =>
       cluster("delete the member leases", (service) =>
         service.deleteLeases(task.metadata.namespace, memberLeaseLabels(task.spec.etcdName ?? "")),
-      ).pipe(Effect.map((result) => (isStop(result) ? result : undefined))),
+      ),
+    ),
   },
   {
     name: "PatchConfigMap",
     done: "Patched ConfigMap to single-member configuration",
-    run: (task) =>
+    run: guarded("rewrite the etcd configuration", { quorum: "notBack", members: 0 }, (task) =>
       Effect.gen(function* () {
         const etcd = task.spec.etcdName ?? "";
         const namespace = task.metadata.namespace;
@@ -202,27 +273,28 @@ const steps: ReadonlyArray<Step> = [
             code: RecoveryErrorCodes.execute,
             message: "failed to patch the etcd ConfigMap",
             cause: `key "${EtcdConfigKey}" not found in ConfigMap ${namespace}/${configMapName(etcd)}`,
-          }) as StepStop;
+          });
         const rewritten = yield* Effect.promise(() => singleMemberConfig(text, podName(etcd, 0)));
         if (!rewritten.ok)
           return failed("Cannot rewrite the etcd configuration for a single member", {
             code: RecoveryErrorCodes.execute,
             message: "failed to patch the etcd ConfigMap",
             cause: rewritten.problem,
-          }) as StepStop;
-        const written = yield* cluster("write the etcd ConfigMap", (service) =>
+          });
+        return yield* cluster("write the etcd ConfigMap", (service) =>
           service.writeConfigData(namespace, configMapName(etcd), EtcdConfigKey, rewritten.text),
         );
-        return isStop(written) ? written : undefined;
       }),
+    ),
   },
   {
     name: "ScaleUp",
     done: "Scaled StatefulSet up to 1 replica",
-    run: (task) =>
+    run: guarded("scale the StatefulSet up to 1", { quorum: "notBack", members: 1 }, (task) =>
       cluster("scale the StatefulSet up to 1", (service) =>
         service.scale(task.metadata.namespace, task.spec.etcdName ?? "", 1),
-      ).pipe(Effect.map((result) => (isStop(result) ? result : undefined))),
+      ),
+    ),
   },
   {
     name: "WaitPodReady",

@@ -2,10 +2,12 @@
 export const StepErrorCodes = {
   /** A step's wait outlived its deadline; the message names the step. */
   deadlineExceeded: "ERR_STEP_DEADLINE_EXCEEDED",
-  /** A progress annotation names a step the handler does not have. */
+  /** The task was created carrying progress annotations: only the controller records progress. */
+  forgedProgress: "ERR_FORGED_PROGRESS",
+  /** The controller's record names a step the handler does not have. */
   progressUnknown: "ERR_STEP_PROGRESS_UNKNOWN",
-  /** Recording progress on the task failed (retried). */
+  /** Reading or recording the progress failed (retried). */
   progressWrite: "ERR_STEP_PROGRESS_WRITE",
-  /** The driver gives handlers no way to annotate their task (a hand-made context). */
+  /** The driver gives handlers no record of their own (no `progressNamespace`, or a hand-made context). */
   unsupported: "ERR_STEPS_UNSUPPORTED",
 } as const;

@@ -17,6 +17,8 @@ import {
 } from "./world.ts";
 
 const destructive = ["scale", "deletePvcs", "deleteLeases", "writeConfigData"] as const;
+/** The calls that change the cluster. */
+const changes: ReadonlySet<string> = new Set([...destructive, "annotateEtcd"]);
 
 const recovered = (world: RecoveryWorld) => {
   const { cluster } = world;
@@ -136,7 +138,8 @@ describe("recoverFromQuorumLoss: the steps", () => {
     expect(world.sim.status("r")?.lastOperation?.description).toMatch(
       /^Step 1\/13 WaitConfirmation: Awaiting user confirmation/,
     );
-    expect(world.cluster.calls).toEqual([]);
+    // Admit read the cluster; nothing was changed.
+    expect(world.cluster.calls.filter((call) => changes.has(call.op))).toEqual([]);
     world.sim.patch("r", { metadata: { annotations: { "druid.gardener.cloud/confirm-recovery": "true" } } });
     await drive(world, "r");
     recovered(world);
@@ -158,14 +161,169 @@ describe("recoverFromQuorumLoss: the steps", () => {
       /^Step 4\/13 ScaleDown: Quorum is no longer lost/,
     );
     expect(world.cluster.count("scale")).toBe(0);
-    // Cleanup hands the Etcd back: the two annotations of steps 2 and 3 are removed.
+    // M5: the refusal hands the Etcd back in the same pass, not at the TTL: steps 3 and 2 undone.
+    expect(world.sim.exists("r")).toBe(true);
+    expect(Object.fromEntries(world.cluster.etcdAnnotations)).toEqual({});
+    expect(world.sim.events("r").filter((event) => event.reason === "StepUndone")).toHaveLength(2);
     world.sim.delete("r");
     await drive(world, "r");
     expect(Object.fromEntries(world.cluster.etcdAnnotations)).toEqual({});
+    // Cleanup found nothing left to undo.
+    expect(world.sim.events("r").filter((event) => event.reason === "StepUndone")).toHaveLength(2);
   });
 });
 
-describe("recoverFromQuorumLoss: progress is read from the task only", () => {
+describe("recoverFromQuorumLoss: every destructive step checks again what it relies on", () => {
+  it("members back up after WaitScaleDown (someone scaled the StatefulSet): DeletePVCs refuses, the volumes stay, the Etcd is handed back at once", async () => {
+    const world = makeRecoveryWorld();
+    world.cluster.autoConverge = false;
+    world.sim.create(recoveryTask("r"));
+    await drive(world, "r", () => world.cluster.count("scale") > 0);
+    // The members are down, and someone has asked for 3 again.
+    world.cluster.statefulSet = { desired: 3, current: 0, ready: 0 };
+    await drive(world, "r");
+    expect(world.sim.state("r")).toBe("Failed");
+    expect(world.sim.status("r")?.lastOperation?.description).toMatch(
+      /^Step 6\/13 DeletePVCs: StatefulSet etcd-main is not scaled down; not going on to delete the members' PVCs/,
+    );
+    expect(world.cluster.count("deletePvcs")).toBe(0);
+    expect(world.cluster.pvcs.size).toBe(3);
+    expect(Object.fromEntries(world.cluster.etcdAnnotations)).toEqual({});
+  });
+
+  it("quorum back after the scale-down: DeleteMemberLeases is not reached, DeletePVCs refuses", async () => {
+    const world = makeRecoveryWorld();
+    world.cluster.autoConverge = false;
+    world.sim.create(recoveryTask("r"));
+    await drive(world, "r", () => world.cluster.count("scale") > 0);
+    world.objects.put("etcds.druid.gardener.cloud", {
+      ...(await import("./world.ts")).etcdObject({
+        conditions: [{ type: "Ready", status: "True", reason: "Quorate" }],
+      }),
+    });
+    world.cluster.converge();
+    await drive(world, "r");
+    expect(world.sim.state("r")).toBe("Failed");
+    expect(world.sim.status("r")?.lastOperation?.description).toMatch(
+      /^Step 6\/13 DeletePVCs: Quorum is no longer lost; not going on to delete the members' PVCs/,
+    );
+    expect(world.cluster.count("deletePvcs")).toBe(0);
+    expect(world.cluster.count("deleteLeases")).toBe(0);
+  });
+
+  it("a StatefulSet gone during WaitScaleDown is not a scaled-down one: Failed, nothing deleted", async () => {
+    const world = makeRecoveryWorld();
+    world.cluster.autoConverge = false;
+    world.sim.create(recoveryTask("r"));
+    await drive(world, "r", () => world.cluster.count("scale") > 0);
+    world.cluster.statefulSet = undefined;
+    await drive(world, "r");
+    expect(world.sim.state("r")).toBe("Failed");
+    expect(world.sim.status("r")?.lastOperation?.description).toMatch(
+      /^Step 5\/13 WaitScaleDown: StatefulSet etcd-main is gone/,
+    );
+    expect(world.cluster.count("deletePvcs")).toBe(0);
+  });
+});
+
+describe("recoverFromQuorumLoss: Admit checks what the later steps need (L1)", () => {
+  const refused = async (world: RecoveryWorld, cause: string) => {
+    world.sim.create(recoveryTask("r"));
+    await drive(world, "r");
+    expect(world.sim.state("r")).toBe("Rejected");
+    const error = world.sim.status("r")?.lastErrors?.at(-1);
+    expect(error?.code).toBe("ERR_ADMIT_RECOVER_FROM_QUORUM_LOSS");
+    expect(error?.description).toContain(cause);
+    expect(world.cluster.calls.filter((call) => changes.has(call.op))).toEqual([]);
+  };
+
+  it("no StatefulSet", async () => {
+    const world = makeRecoveryWorld();
+    world.cluster.statefulSet = undefined;
+    await refused(world, "statefulset default/etcd-main not found");
+  });
+
+  it("a StatefulSet that the Etcd does not control", async () => {
+    const world = makeRecoveryWorld();
+    if (world.cluster.statefulSet !== undefined)
+      world.cluster.statefulSet.controller = { kind: "Etcd", name: etcdName, uid: "another-etcd" };
+    await refused(
+      world,
+      "is controlled by Etcd etcd-main (uid another-etcd), not Etcd etcd-main (uid etcd-uid)",
+    );
+  });
+
+  it("no member volumes", async () => {
+    const world = makeRecoveryWorld();
+    world.cluster.autoConverge = false;
+    world.cluster.pvcs.clear();
+    await refused(
+      world,
+      "no persistentvolumeclaims in default match app.kubernetes.io/managed-by=etcd-druid",
+    );
+  });
+
+  it("a volume with druid's labels that is no member's", async () => {
+    const world = makeRecoveryWorld();
+    world.cluster.pvcs.add("precious-data");
+    await refused(world, "from precious-data");
+  });
+
+  it("an etcd.conf.yaml without member 0 in initial-cluster", async () => {
+    const world = makeRecoveryWorld();
+    world.cluster.configMaps.set(
+      `${etcdName}-config`,
+      "initial-cluster: etcd-main-1=https://etcd-main-1:2380\nadvertise-client-urls: https://x:2379\n",
+    );
+    await refused(world, "initial-cluster has no entry for etcd-main-0");
+  });
+
+  it("no ConfigMap", async () => {
+    const world = makeRecoveryWorld();
+    world.cluster.configMaps.clear();
+    await refused(world, "ConfigMap default/etcd-main-config has no etcd.conf.yaml");
+  });
+});
+
+describe("recoverFromQuorumLoss: progress a task author writes is never taken (H1)", () => {
+  const stepKey = "druid.gardener.cloud/quorum-recovery-last-completed-step";
+
+  it("a task created at WaitScaleDown without confirmation: Rejected with ERR_FORGED_PROGRESS, nothing touched", async () => {
+    const world = makeRecoveryWorld({ etcd: { backup: false } });
+    world.sim.create({
+      metadata: { name: "r", annotations: { [stepKey]: "WaitScaleDown" } },
+      spec: {
+        etcdName,
+        ttlSecondsAfterFinished: 3600,
+        config: { recoverFromQuorumLoss: { allowDataLoss: true } },
+      },
+    });
+    await drive(world, "r");
+    expect(world.sim.state("r")).toBe("Rejected");
+    const error = world.sim.status("r")?.lastErrors?.at(-1);
+    expect(error?.code).toBe("ERR_FORGED_PROGRESS");
+    expect(error?.description).toContain(`create the task without ${stepKey}`);
+    expect(world.cluster.calls.filter((call) => changes.has(call.op))).toEqual([]);
+  });
+
+  it("a step rewound mid-run: no step runs again", async () => {
+    const world = makeRecoveryWorld();
+    world.cluster.podsNeverReady = true;
+    world.sim.create(recoveryTask("r"));
+    await drive(world, "r", () => world.cluster.count("podReady") > 0);
+    world.sim.patch("r", { metadata: { annotations: { [stepKey]: "WaitScaleDown" } } });
+    world.cluster.pvcs.add(`data-${etcdName}-2`);
+    world.cluster.podsNeverReady = false;
+    await drive(world, "r");
+    expect(world.sim.state("r")).toBe("Succeeded");
+    for (const op of ["deletePvcs", "deleteLeases", "writeConfigData"] as const)
+      expect(world.cluster.count(op)).toBe(1);
+    expect(world.cluster.count("scale")).toBe(2);
+    expect(world.cluster.pvcs.has(`data-${etcdName}-2`)).toBe(true);
+  });
+});
+
+describe("recoverFromQuorumLoss: progress is the controller's own", () => {
   it("a controller left mid-recovery lends nothing to another one's task of the same UID", async () => {
     const first = makeRecoveryWorld();
     first.cluster.autoConverge = false;
@@ -177,7 +335,8 @@ describe("recoverFromQuorumLoss: progress is read from the task only", () => {
     expect(second.sim.get("r")?.metadata.uid).toBe(first.sim.get("r")?.metadata.uid);
     await drive(second, "r");
     expect(second.sim.state("r")).toBe("Succeeded");
-    expect(second.cluster.count("annotateEtcd")).toBe(4);
+    // Steps 2, 3, 11 and 13, and the five destructive steps keeping druid's controller away.
+    expect(second.cluster.count("annotateEtcd")).toBe(9);
     expect(descriptions(second, "r").some((text) => text.startsWith("Step 2/13 SuspendReconciliation"))).toBe(
       true,
     );

@@ -18,7 +18,7 @@ import {
 } from "../../../src/etcd/recover-from-quorum-loss/handler.ts";
 import { Resources } from "../../../src/etcd/services.ts";
 import type { TaskHandler } from "../../../src/handlers/handler.ts";
-import type { HandlerContext, OwnTask } from "../../../src/handlers/handler-context.ts";
+import type { HandlerContext, OwnRecord } from "../../../src/handlers/handler-context.ts";
 import { type Simulation, simulate } from "../../../src/testing.ts";
 
 export const namespace = "default";
@@ -77,7 +77,7 @@ export interface RecoveryWorld {
   readonly sim: Simulation<EtcdOpsTask>;
   readonly objects: MemoryObjects;
   readonly cluster: MemoryQuorumCluster;
-  /** Progress writes attempted, in order (their annotations). */
+  /** Progress writes to the controller's record attempted, in order (their fields). */
   readonly progressWrites: Array<Readonly<Record<string, string | null>>>;
   fault: Fault | undefined;
   druidRestoresReadiness: boolean;
@@ -98,23 +98,22 @@ export const makeRecoveryWorld = (
     fault: undefined,
     druidRestoresReadiness: true,
   } as unknown as RecoveryWorld;
-  const ownTask = (own: OwnTask): OwnTask => ({
-    annotate: async (annotations) => {
-      // An empty patch is a read of the progress, not a write.
-      if (Object.keys(annotations).length === 0) return own.annotate(annotations);
+  const ownRecord = (own: OwnRecord): OwnRecord => ({
+    ...own,
+    write: async (fields) => {
       const index = world.progressWrites.length;
-      world.progressWrites.push(annotations);
+      world.progressWrites.push(fields);
       const fault = world.fault;
       if (fault !== undefined && fault.at === index) {
         world.fault = undefined;
         world.sim.controller.crashAfter(0);
         if (fault.mode === "before") throw new Error("the controller died before the progress write");
       }
-      return own.annotate(annotations);
+      return own.write(fields);
     },
   });
   const context = (ctx: HandlerContext): HandlerContext =>
-    ctx.ownTask === undefined ? ctx : { ...ctx, ownTask: ownTask(ctx.ownTask) };
+    ctx.ownRecord === undefined ? ctx : { ...ctx, ownRecord: ownRecord(ctx.ownRecord) };
   const handler: TaskHandler<EtcdOpsTask, RecoveryServices> = {
     admit: (task, ctx) => recoverFromQuorumLossHandler.admit(task, ctx),
     execute: (task, ctx) => recoverFromQuorumLossHandler.execute(task, context(ctx)),
