@@ -311,7 +311,11 @@ describe("recoverFromQuorumLoss: progress a task author writes is never taken (H
     world.cluster.podsNeverReady = true;
     world.sim.create(recoveryTask("r"));
     await drive(world, "r", () => world.cluster.count("podReady") > 0);
-    world.sim.patch("r", { metadata: { annotations: { [stepKey]: "WaitScaleDown" } } });
+    world.sim.patch("r", {
+      metadata: {
+        annotations: { [stepKey]: "WaitScaleDown", "druid.gardener.cloud/quorum-recovery-wait-start": null },
+      },
+    });
     world.cluster.pvcs.add(`data-${etcdName}-2`);
     world.cluster.podsNeverReady = false;
     await drive(world, "r");
