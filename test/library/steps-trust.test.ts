@@ -73,8 +73,8 @@ describe("resumable steps take no progress an author writes", () => {
     expect(world.sim.state("t")).toBe("Succeeded");
     expect(runCounts(world, uid)).toEqual({ Prepare: 1, ScaleDown: 1, ScaleOut: 1 });
     // The earlier controller's extra annotation is gone from the mirror.
-    const annotations = (world.sim.object("t")?.metadata as { annotations?: Record<string, string> })
-      .annotations;
+    const metadata = world.sim.object("t")?.metadata as { annotations?: Record<string, string> } | undefined;
+    const annotations = metadata?.annotations;
     expect(annotations?.[`${progressPrefix}-task-uid`]).toBeUndefined();
   });
 
