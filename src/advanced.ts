@@ -89,6 +89,7 @@ export {
 export type { MemberOf } from "./library/handlers-for.ts";
 export type { LifecycleOptions } from "./library/lifecycle-options.ts";
 export type { MemberHandler, MemberHandlersFor, MemberPhase } from "./library/member-handlers.ts";
+export type { CompletedOutcome, FailedOutcome, RetryOutcome } from "./library/outcome.ts";
 export type { PromisePhase } from "./library/promise-handler.ts";
 export type {
   LeaderElectionOptions,

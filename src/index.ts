@@ -30,14 +30,7 @@ export { type ConfigOf, configMember, configUnion } from "./library/config-union
 export { defineTaskKind, type TaskKindDefinition } from "./library/define-task-kind.ts";
 export type { HandlersFor } from "./library/handlers-for.ts";
 export { memberHandlers } from "./library/member-handlers.ts";
-export {
-  type CompletedOutcome,
-  completed,
-  type FailedOutcome,
-  failed,
-  type RetryOutcome,
-  retry,
-} from "./library/outcome.ts";
+export { completed, failed, retry } from "./library/outcome.ts";
 export { type PromiseHandler, promiseHandler } from "./library/promise-handler.ts";
 export {
   type LifecycleTiming,

@@ -13,8 +13,8 @@
  * etcd.conf.yaml that can be rewritten for member 0.
  */
 import * as Effect from "effect/Effect";
-import type { KubeError } from "../../advanced.ts";
-import type { FailedOutcome, PhaseOutcome } from "../../index.ts";
+import type { FailedOutcome, KubeError } from "../../advanced.ts";
+import type { PhaseOutcome } from "../../index.ts";
 import { completed, failed, retry } from "../../index.ts";
 import type { RecoverFromQuorumLossConfig } from "../api/config/recover-from-quorum-loss.ts";
 import type { Etcd } from "../api/etcd.ts";
