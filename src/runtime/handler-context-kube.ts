@@ -21,7 +21,7 @@ import { mergePatch } from "../kube/client.ts";
 import { ApiCallError, type KubeClient } from "../kube/kube-client.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { Phase } from "../machine/types.ts";
-import { kubeOwnRecord } from "./own-record-kube.ts";
+import { callFailed, kubeOwnRecord, stringsAt } from "./own-record-kube.ts";
 
 /** An `ObjectGetter` whose reads a call's abort signal cancels. */
 export interface KubeObjectGetter {
@@ -72,18 +72,11 @@ export interface KubeCallContext {
 }
 
 /** `metadata.annotations` of an object as the API returned it (string values only). */
-const annotationsOf = (body: unknown): Readonly<Record<string, string>> => {
-  const metadata =
-    typeof body === "object" && body !== null && "metadata" in body ? body.metadata : undefined;
-  const annotations =
-    typeof metadata === "object" && metadata !== null && "annotations" in metadata
-      ? metadata.annotations
-      : undefined;
-  if (typeof annotations !== "object" || annotations === null) return {};
-  return Object.fromEntries(
-    Object.entries(annotations).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
+const annotationsOf = (body: unknown): Readonly<Record<string, string>> =>
+  stringsAt(
+    typeof body === "object" && body !== null && "metadata" in body ? body.metadata : undefined,
+    "annotations",
   );
-};
 
 /**
  * Annotations of the task itself, as a merge patch that carries the task's UID: the apiserver refuses
@@ -110,11 +103,7 @@ export const kubeOwnTask = (
       );
       return annotationsOf(response.body);
     } catch (error) {
-      const status = error instanceof ApiCallError ? error.statusCode : 0;
-      const reason = error instanceof Error ? error.message : String(error);
-      if (status === 0 || status === 429 || status >= 500)
-        throw new ObjectsUnavailable(path, `annotating ${path} failed: ${reason}`, { cause: error });
-      throw new Error(`annotating ${path} failed: ${reason}`, { cause: error });
+      throw callFailed(path, "annotating", error);
     }
   },
 });

@@ -28,7 +28,7 @@ export const ownRecordTaskLabel = "opstask.gardener.cloud/task-uid";
 const statusOf = (error: unknown) => (error instanceof ApiCallError ? error.statusCode : 0);
 
 /** An unanswered request, 429 or 5xx is an outage (a retry); anything else an Error naming the call. */
-const callFailed = (path: string, doing: string, error: unknown): Error => {
+export const callFailed = (path: string, doing: string, error: unknown): Error => {
   const status = statusOf(error);
   const reason = error instanceof Error ? error.message : String(error);
   return status === 0 || status === 429 || status >= 500
@@ -36,13 +36,19 @@ const callFailed = (path: string, doing: string, error: unknown): Error => {
     : new Error(`${doing} ${path} failed: ${reason}`, { cause: error });
 };
 
-const dataOf = (body: unknown): Readonly<Record<string, string>> => {
-  const data = typeof body === "object" && body !== null && "data" in body ? body.data : undefined;
-  if (typeof data !== "object" || data === null) return {};
+/** The string-valued entries of `value[key]` (annotations, a ConfigMap's data) of an object as the API returned it. */
+export const stringsAt = (value: unknown, key: string): Readonly<Record<string, string>> => {
+  const field =
+    typeof value === "object" && value !== null && key in value
+      ? (value as Record<string, unknown>)[key]
+      : undefined;
+  if (typeof field !== "object" || field === null) return {};
   return Object.fromEntries(
-    Object.entries(data).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
+    Object.entries(field).filter((entry): entry is [string, string] => typeof entry[1] === "string"),
   );
 };
+
+const dataOf = (body: unknown) => stringsAt(body, "data");
 
 export const kubeOwnRecord = (
   client: KubeClient,
