@@ -188,6 +188,13 @@ const expectedLeaseRules = [
   `get coordination.k8s.io/leases/${leaseName}`,
   `patch coordination.k8s.io/leases/${leaseName}`,
 ];
+/** In its own namespace too: one ConfigMap per task holding resumable steps' progress (src/runtime/own-record-kube.ts). */
+const expectedRecordRules = [
+  "create core/configmaps",
+  "get core/configmaps",
+  "patch core/configmaps",
+  "delete core/configmaps",
+];
 /** Secure metrics: who is this scraper, and may it read /metrics (cluster-wide, in both installs). */
 const expectedMetricsAuthRules = [
   "create authentication.k8s.io/tokenreviews",
@@ -366,6 +373,9 @@ describe("deploy/ manifests", () => {
     expect(sorted(tuples(clusterRole.rules ?? []))).toEqual(sorted(expectedClusterRules));
     expect(sorted(tuples(role.rules ?? []))).toEqual(sorted(expectedLeaseRules));
     expect(role.metadata?.namespace).toBe(systemNamespace);
+    const records = only<V1Role>("Role", "opstask-task-records");
+    expect(sorted(tuples(records.rules ?? []))).toEqual(sorted(expectedRecordRules));
+    expect(records.metadata?.namespace).toBe(systemNamespace);
     const metricsAuth = only<V1ClusterRole>("ClusterRole", "opstask-metrics-auth");
     expect(sorted(tuples(metricsAuth.rules ?? []))).toEqual(sorted(expectedMetricsAuthRules));
   });
@@ -668,6 +678,7 @@ describe("the opstask ServiceAccount", () => {
         ...expectedClusterRules,
         ...expectedMetricsAuthRules,
         ...expectedLeaseRules,
+        ...expectedRecordRules,
         ...basicUserRules,
       ]),
     );
@@ -717,6 +728,10 @@ describe("the opstask ServiceAccount", () => {
       ["create", "coordination.k8s.io", "leases", systemNamespace],
       ["get", "coordination.k8s.io", "leases", systemNamespace, { name: leaseName }],
       ["patch", "coordination.k8s.io", "leases", systemNamespace, { name: leaseName }],
+      // the controller's records of its tasks, in its own namespace
+      ["get", "", "configmaps", systemNamespace],
+      ["patch", "", "configmaps", systemNamespace],
+      ["delete", "", "configmaps", systemNamespace],
     ];
     const mustNot: Array<[string, string, string, string, { subresource?: string; name?: string }?]> = [
       // tasks are created by users (and by schedules); the controller never replaces them
