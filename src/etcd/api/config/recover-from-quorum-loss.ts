@@ -20,7 +20,10 @@ export const RecoveryAnnotations = {
   operation: "druid.gardener.cloud/operation",
 } as const;
 
-/** The task annotations the handler reads (its progress and the confirmation): the cache keeps them. */
+/**
+ * The task annotations the cache keeps: the confirmation, which step 1 reads, and the progress
+ * annotations (a mirror, never read back), so that Admit sees a task created with them.
+ */
 export const recoveryTaskAnnotations: ReadonlyArray<string> = [
   ...Object.values(stepAnnotations(RecoveryAnnotations.progressPrefix)),
   RecoveryAnnotations.confirm,
