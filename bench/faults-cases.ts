@@ -151,7 +151,7 @@ export const faults: Record<string, FaultSpec> = {
       proxy.holdWatches();
       for (let i = 0; i < 300 && proxy.held() < 2; i++) await sleep(100);
       await ctx.createLate();
-      const revision = await compactEtcd(ctx.cp.etcdUrl);
+      const revision = await compactEtcd(ctx.cp);
       await sleep(1_000);
       proxy.release();
       const liftedAt = Date.now();

@@ -5,6 +5,8 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { CoordinationV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import type { ControlPlane } from "../src/devcluster/control-plane.ts";
+import { probe } from "../src/devcluster/http.ts";
 import { freePort } from "../src/devcluster/ports.ts";
 import { deployedEnv } from "../test/support/deployed-env.ts";
 
@@ -242,12 +244,17 @@ export class TaskPoller {
 
 // ---- etcd ---------------------------------------------------------------------------------------------
 
-/** Compacts etcd's history up to its current revision (its JSON gateway); returns the revision. */
-export const compactEtcd = async (etcdUrl: string): Promise<number> => {
+/** Compacts etcd's history up to its current revision (its JSON gateway, as kube-apiserver's client); returns the revision. */
+export const compactEtcd = async (cp: Pick<ControlPlane, "etcdUrl" | "etcdTls">): Promise<number> => {
   const post = async (path: string, body: unknown) => {
-    const response = await fetch(`${etcdUrl}${path}`, { method: "POST", body: JSON.stringify(body) });
-    if (!response.ok) throw new Error(`etcd ${path}: ${response.status} ${await response.text()}`);
-    return (await response.json()) as { header?: { revision?: string } };
+    const response = await probe(`${cp.etcdUrl}${path}`, {
+      body: JSON.stringify(body),
+      caPem: cp.etcdTls.caPem,
+      clientCertificate: cp.etcdTls.client,
+      timeoutMs: 10_000,
+    });
+    if (response.status !== 200) throw new Error(`etcd ${path}: ${response.status} ${response.body}`);
+    return JSON.parse(response.body) as { header?: { revision?: string } };
   };
   const range = await post("/v3/kv/range", { key: Buffer.from("/").toString("base64") });
   const revision = Number(range.header?.revision ?? 0);

@@ -5,7 +5,7 @@
 //   const kc = cp.makeKubeConfig();            // admin (system:masters)
 //   ...
 //   await cp.stop();
-import { mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiException, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
@@ -13,6 +13,7 @@ import { type ControlPlaneBinaries, resolveBinaries } from "./binaries.ts";
 import { applyCrds, readCrdFiles } from "./crds.ts";
 import { type Deadline, deadlineIn, pollUntil } from "./deadline.ts";
 import { type RunningEtcd, startEtcd } from "./etcd.ts";
+import { type EtcdClientTls, writeEtcdTls } from "./etcd-tls.ts";
 import {
   ADMIN_USER,
   type RunningKubeApiserver,
@@ -24,6 +25,7 @@ import { LogTail } from "./log-tail.ts";
 import { type ManagedProcess, onProcessExit, removeDirSync } from "./process.ts";
 
 export type { ControlPlaneBinaries } from "./binaries.ts";
+export type { EtcdClientTls } from "./etcd-tls.ts";
 export type { TokenUser } from "./kube-apiserver.ts";
 
 export interface ControlPlaneOptions {
@@ -75,7 +77,10 @@ export interface ControlPlane {
   /** CA bundle for `server` (the apiserver's self-signed certificate and its CA). */
   readonly caPem: string;
   readonly kubeconfigPath: string;
+  /** https://127.0.0.1:<port>: etcd requires a client certificate, `etcdTls`'s. */
   readonly etcdUrl: string;
+  /** The CA and the client certificate that etcd accepts (kube-apiserver's), for fault injection. */
+  readonly etcdTls: EtcdClientTls;
   /** Scratch directory (etcd data, certificates, tokens); removed by stop(). */
   readonly dir: string;
   /** The private key kube-apiserver signs ServiceAccount tokens with (a controller-manager's too). */
@@ -136,6 +141,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const dir = mkdtempSync(join(options.tmpDir ?? tmpdir(), "opstask-cp-"));
   const unregister = onProcessExit(() => removeDirSync(dir));
   const tails = new LogTail(300, verbose);
+  // In the scratch directory (0700): only its owner reads the key etcd accepts.
+  mkdirSync(join(dir, "etcd-pki"), { mode: 0o700 });
+  const etcdTls = writeEtcdTls(join(dir, "etcd-pki"));
   let etcd: RunningEtcd | undefined;
   let apiserver: RunningKubeApiserver | undefined;
   /** The kube-apiserver process now (replaced by restartApiserver). */
@@ -158,6 +166,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     etcd = await startEtcd({
       binary: binaries.etcd,
       dataDir: join(dir, "etcd"),
+      tls: etcdTls,
       deadline,
       scratchDir: dir,
       onLine: tails.sink("etcd"),
@@ -169,6 +178,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     apiserver = await startKubeApiserver({
       binary: binaries.kubeApiserver,
       etcdUrl: etcd.clientUrl,
+      etcdTls,
       dir: join(dir, "apiserver"),
       deadline,
       scratchDir: dir,
@@ -221,6 +231,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     caPem,
     kubeconfigPath,
     etcdUrl,
+    etcdTls,
     dir,
     serviceAccountKeyFile: join(dir, "apiserver", "sa.key"),
     binaries,

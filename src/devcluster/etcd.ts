@@ -1,6 +1,8 @@
-// Starting a single-member etcd on 127.0.0.1 free ports, for kube-apiserver's storage.
+// Starting a single-member etcd on 127.0.0.1 free ports, for kube-apiserver's storage: with `tls`,
+// HTTPS on both ports and a client certificate required (etcd-tls.ts).
 import { mkdirSync } from "node:fs";
 import { type Deadline, pollUntil } from "./deadline.ts";
+import { type EtcdTls, etcdTlsArgs } from "./etcd-tls.ts";
 import { probe } from "./http.ts";
 import { freePorts } from "./ports.ts";
 import { type ManagedProcess, ProcessExitedError, startProcess } from "./process.ts";
@@ -10,6 +12,8 @@ export interface EtcdOptions {
   readonly dataDir: string;
   readonly deadline: Deadline;
   readonly extraArgs?: readonly string[];
+  /** Serve HTTPS and require client certificates signed by its CA (the control plane's etcd). */
+  readonly tls?: EtcdTls;
   /** Removed by the watchdog if the parent dies (see process.ts). */
   readonly scratchDir?: string;
   readonly onLine?: (line: string) => void;
@@ -18,6 +22,8 @@ export interface EtcdOptions {
 export interface RunningEtcd {
   readonly process: ManagedProcess;
   readonly clientUrl: string;
+  /** What a client presents, when started with `tls`. */
+  readonly tls?: EtcdTls;
 }
 
 const PORT_RETRIES = 3;
@@ -43,19 +49,27 @@ export async function startEtcd(options: EtcdOptions): Promise<RunningEtcd> {
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   for (let attempt = 1; ; attempt++) {
     const [clientPort, peerPort] = await freePorts(2);
-    const clientUrl = `http://127.0.0.1:${clientPort}`;
-    const peerUrl = `http://127.0.0.1:${peerPort}`;
+    const { tls } = options;
+    const scheme = tls === undefined ? "http" : "https";
+    const clientUrl = `${scheme}://127.0.0.1:${clientPort}`;
+    const peerUrl = `${scheme}://127.0.0.1:${peerPort}`;
     const proc = startProcess({
       name: "etcd",
       command: options.binary,
-      args: etcdArgs(options.dataDir, clientUrl, peerUrl, options.extraArgs ?? []),
+      args: etcdArgs(options.dataDir, clientUrl, peerUrl, [
+        ...(tls === undefined ? [] : etcdTlsArgs(tls)),
+        ...(options.extraArgs ?? []),
+      ]),
       ...(options.scratchDir !== undefined ? { scratchDir: options.scratchDir } : {}),
       ...(options.onLine !== undefined ? { onLine: options.onLine } : {}),
     });
     try {
       await pollUntil(
         async () => {
-          const res = await probe(`${clientUrl}/health`, { timeoutMs: 1000 });
+          const res = await probe(`${clientUrl}/health`, {
+            timeoutMs: 1000,
+            ...(tls === undefined ? {} : { caPem: tls.caPem, clientCertificate: tls.client }),
+          });
           return res.status === 200 && res.body.includes('"health":"true"') ? true : undefined;
         },
         {
@@ -70,7 +84,7 @@ export async function startEtcd(options: EtcdOptions): Promise<RunningEtcd> {
           },
         },
       );
-      return { process: proc, clientUrl };
+      return { process: proc, clientUrl, ...(tls === undefined ? {} : { tls }) };
     } catch (err) {
       await proc.stop(2000);
       const portClash = err instanceof ProcessExitedError && /address already in use/.test(err.logTail);

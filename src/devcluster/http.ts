@@ -1,6 +1,8 @@
-// Minimal HTTP(S) GET for readiness probes (before a KubeConfig is worth building).
+// Minimal HTTP(S) requests for readiness probes (before a KubeConfig is worth building) and etcd's JSON
+// gateway behind a client certificate (fetch cannot present one).
 import { request as httpsRequest } from "node:https";
 import { http } from "../node-http.ts";
+import type { PemPair } from "./certificates.ts";
 
 export interface ProbeResponse {
   readonly status: number;
@@ -8,8 +10,12 @@ export interface ProbeResponse {
 }
 
 export interface ProbeOptions {
+  /** GET by default; a POST sends `body`. */
+  readonly body?: string;
   readonly caPem?: string;
   readonly token?: string;
+  /** Presented to a server that requires client certificates. */
+  readonly clientCertificate?: PemPair;
   readonly timeoutMs?: number;
 }
 
@@ -22,10 +28,13 @@ export function probe(url: string, options: ProbeOptions = {}): Promise<ProbeRes
     const req = request(
       target,
       {
-        method: "GET",
+        method: options.body === undefined ? "GET" : "POST",
         headers,
         timeout: options.timeoutMs ?? 2000,
         ...(options.caPem !== undefined ? { ca: options.caPem } : {}),
+        ...(options.clientCertificate !== undefined
+          ? { cert: options.clientCertificate.certPem, key: options.clientCertificate.keyPem }
+          : {}),
       },
       (res) => {
         let body = "";
@@ -37,8 +46,10 @@ export function probe(url: string, options: ProbeOptions = {}): Promise<ProbeRes
         res.on("error", reject);
       },
     );
-    req.on("timeout", () => req.destroy(new Error(`GET ${url}: timed out`)));
+    req.on("timeout", () =>
+      req.destroy(new Error(`${options.body === undefined ? "GET" : "POST"} ${url}: timed out`)),
+    );
     req.on("error", reject);
-    req.end();
+    req.end(options.body);
   });
 }

@@ -5,6 +5,7 @@ import { generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Deadline, pollUntil } from "./deadline.ts";
+import type { EtcdClientTls } from "./etcd-tls.ts";
 import { probe } from "./http.ts";
 import { freePort } from "./ports.ts";
 import { type ManagedProcess, ProcessExitedError, startProcess } from "./process.ts";
@@ -22,6 +23,8 @@ export interface IssuedToken extends TokenUser {
 export interface KubeApiserverOptions {
   readonly binary: string;
   readonly etcdUrl: string;
+  /** The client certificate etcd requires (etcd-tls.ts). */
+  readonly etcdTls?: EtcdClientTls;
   /** Holds pki/, tokens.csv and the service-account keys. */
   readonly dir: string;
   readonly deadline: Deadline;
@@ -84,6 +87,13 @@ function apiserverArgs(o: KubeApiserverOptions, port: number, certDir: string): 
   const address = o.bindAddress ?? LOOPBACK;
   return [
     `--etcd-servers=${o.etcdUrl}`,
+    ...(o.etcdTls === undefined
+      ? []
+      : [
+          `--etcd-cafile=${o.etcdTls.caFile}`,
+          `--etcd-certfile=${o.etcdTls.certFile}`,
+          `--etcd-keyfile=${o.etcdTls.keyFile}`,
+        ]),
     `--cert-dir=${certDir}`,
     `--secure-port=${port}`,
     `--bind-address=${address}`,

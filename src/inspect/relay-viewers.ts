@@ -4,7 +4,10 @@
  * message past that terminates it rather than dropping the message, because the inspector rebuilds each
  * task from the whole sequence and a gap would show states that never happened (a reload replays the
  * current state). `terminate()`, not `close()`: a close frame would queue behind the unread bytes.
- * Beyond `maxViewers`, a new viewer is closed at once with 1013 (try again later) and a reason.
+ * Places are kept apart: anonymous viewers (any local process may connect) take at most `maxViewers`,
+ * and beyond that a new one is closed at once with 1013 (try again later) and a reason; the developer's
+ * own viewers (the relay's viewer token) have `maxOwnViewers` places no anonymous viewer can take, and
+ * a new own viewer past them replaces the oldest own one, so that the developer is never locked out.
  */
 
 /** What the relay uses of a viewer's socket (ws's `WebSocket`). */
@@ -24,7 +27,10 @@ const Open = 1;
 export interface ViewerLimits {
   /** Live bytes a viewer may have unsent beyond its replay. */
   readonly maxBacklogBytes: number;
+  /** Anonymous viewers at once. */
   readonly maxViewers: number;
+  /** The developer's own viewers (viewer token) at once; the next replaces the oldest of them. */
+  readonly maxOwnViewers: number;
 }
 
 export const DefaultViewerLimits: ViewerLimits = {
@@ -32,6 +38,7 @@ export const DefaultViewerLimits: ViewerLimits = {
   maxBacklogBytes: 8 * 1024 * 1024,
   // A developer's few tabs and a CLI. The relay holds at most maxViewers × (history bound + backlog).
   maxViewers: 8,
+  maxOwnViewers: 8,
 };
 
 /** WebSocket close code 1013: "try again later". */
@@ -40,6 +47,8 @@ export const ViewerLimitCloseCode = 1013;
 interface Viewer {
   /** Unsent bytes this viewer may have: its replay plus the live backlog bound. */
   readonly allowance: number;
+  /** Presented the relay's viewer token. */
+  readonly own: boolean;
 }
 
 export class RelayViewers {
@@ -51,16 +60,26 @@ export class RelayViewers {
   }
 
   /**
-   * Admits a viewer and sends it its replay, or closes it with a reason when the relay is full.
-   * Returns whether it was admitted; the caller calls `remove` when an admitted socket closes.
+   * Admits a viewer and sends it its replay, or closes it with a reason when the anonymous places are
+   * taken; an own viewer is always admitted. Returns whether it was admitted; the caller calls
+   * `remove` when an admitted socket closes.
    */
-  admit(socket: ViewerSocket, replay: ReadonlyArray<string>): boolean {
-    if (this.viewers.size >= this.limits.maxViewers) {
+  admit(socket: ViewerSocket, replay: ReadonlyArray<string>, own: boolean): boolean {
+    const peers = [...this.viewers].filter(([, viewer]) => viewer.own === own);
+    if (!own && peers.length >= this.limits.maxViewers) {
       socket.close(
         ViewerLimitCloseCode,
-        `viewer limit reached (${this.limits.maxViewers}): close another viewer, then reload`,
+        `viewer limit reached (${this.limits.maxViewers}): close another viewer, or open the page the controller printed (its own places)`,
       );
       return false;
+    }
+    const [oldest] = peers;
+    if (own && oldest !== undefined && peers.length >= this.limits.maxOwnViewers) {
+      this.viewers.delete(oldest[0]);
+      oldest[0].close(
+        ViewerLimitCloseCode,
+        `replaced by a newer viewer of this relay's page (at most ${this.limits.maxOwnViewers})`,
+      );
     }
     let replayBytes = 0;
     for (const message of replay) {
@@ -68,7 +87,7 @@ export class RelayViewers {
       replayBytes += bytes.length;
       socket.send(bytes, { binary: false });
     }
-    this.viewers.set(socket, { allowance: replayBytes + this.limits.maxBacklogBytes });
+    this.viewers.set(socket, { allowance: replayBytes + this.limits.maxBacklogBytes, own });
     return true;
   }
 

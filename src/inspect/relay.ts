@@ -3,7 +3,8 @@
  * @statelyai/inspect's `createInspectorServer` (`GET /` serves a page that iframes the inspector; late
  * joiners get a replay). Only the publisher holding `publishUrl`'s token may send; Host and Origin are
  * checked on every request (relay-guard.ts); the replay, each viewer's backlog and the number of viewers
- * are bounded (relay-history.ts, relay-viewers.ts). Why not `createInspectorServer`:
+ * are bounded (relay-history.ts, relay-viewers.ts), and the developer's own viewers (`page`, which
+ * carries the relay's viewer token) have places of their own. Why not `createInspectorServer`:
  * docs/design-notes.md §16.
  */
 import { randomBytes } from "node:crypto";
@@ -11,7 +12,15 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
 import { http } from "../node-http.ts";
-import { isAllowedOrigin, isLoopbackHost, PublishPath, presentsToken } from "./relay-guard.ts";
+import {
+  isAllowedOrigin,
+  isLoopbackHost,
+  namesViewToken,
+  PublishPath,
+  presentsToken,
+  presentsViewToken,
+  ViewParameter,
+} from "./relay-guard.ts";
 import { DefaultHistoryLimits, RelayHistory } from "./relay-history.ts";
 import { DefaultViewerLimits, RelayViewers } from "./relay-viewers.ts";
 
@@ -30,16 +39,20 @@ export interface RelayOptions {
   readonly maxHistoryBytes?: number;
   /** Live bytes a viewer may leave unread beyond its replay before it is disconnected (relay-viewers.ts). */
   readonly maxViewerBacklogBytes?: number;
-  /** Viewers connected at once; the next is closed with 1013 and a reason. */
+  /** Anonymous viewers connected at once; the next is closed with 1013 and a reason. */
   readonly maxViewers?: number;
+  /** The developer's own viewers (`page`, `viewUrl`) at once; the next replaces the oldest of them. */
+  readonly maxOwnViewers?: number;
 }
 
 export interface Relay {
-  /** `ws://host:port`, for viewers (receive only). */
+  /** `ws://host:port`, for anonymous viewers (receive only, in the places left to them). */
   readonly url: string;
+  /** `ws://host:port/?view=…`, for the developer's own viewers: places no anonymous viewer can take. */
+  readonly viewUrl: string;
   /** `ws://host:port/publish?token=…`, for the controller's adapter alone: whoever holds it may publish. */
   readonly publishUrl: string;
-  /** `http://host:port/`, the page to open in a browser. */
+  /** `http://host:port/#view=…`, the page to open in a browser: it connects as an own viewer. */
   readonly page: string;
   readonly port: number;
   /** Unsent bytes the relay holds for each connected viewer. */
@@ -83,7 +96,9 @@ export const bridgePage = (viewerUrl: string): string => `<!DOCTYPE html>
         buffer.length = 0;
       }
     });
-    const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host);
+    // The viewer token rides in the fragment, which no request carries (nor a Referer).
+    const view = new URLSearchParams(location.hash.slice(1)).get('${ViewParameter}');
+    const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + (view ? '/?${ViewParameter}=' + encodeURIComponent(view) : ''));
     ws.onclose = (event) => {
       const notice = document.createElement('p');
       notice.style.cssText = 'position: fixed; top: 0; left: 0; right: 0; padding: 4px; background: #fde68a; font: 14px sans-serif';
@@ -103,6 +118,7 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
   const host = options.host ?? "127.0.0.1";
   const page = bridgePage(options.viewerUrl ?? "https://stately.ai/inspect");
   const token = randomBytes(24).toString("base64url");
+  const viewToken = randomBytes(24).toString("base64url");
   const history = new RelayHistory({
     windowSize: options.windowSize ?? DefaultHistoryLimits.windowSize,
     maxActors: options.maxActors ?? DefaultHistoryLimits.maxActors,
@@ -129,6 +145,7 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
   const viewers = new RelayViewers({
     maxBacklogBytes: options.maxViewerBacklogBytes ?? DefaultViewerLimits.maxBacklogBytes,
     maxViewers: options.maxViewers ?? DefaultViewerLimits.maxViewers,
+    maxOwnViewers: options.maxOwnViewers ?? DefaultViewerLimits.maxOwnViewers,
   });
   const wss = new WebSocketServer({ noServer: true, maxPayload: MaxMessageBytes });
   const publishers = new Set<WebSocket>();
@@ -140,15 +157,17 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
     const publisher = presentsToken(request.url, token);
     if (!publisher && request.url?.startsWith(PublishPath) === true)
       return refuse(socket, 403, "wrong publish token");
+    if (namesViewToken(request.url) && !presentsViewToken(request.url, viewToken))
+      return refuse(socket, 403, "wrong viewer token");
     wss.handleUpgrade(request, socket, head, (client) => {
       if (publisher) publishers.add(client);
       wss.emit("connection", client, request);
     });
   });
-  wss.on("connection", (client: WebSocket) => {
+  wss.on("connection", (client: WebSocket, request: IncomingMessage) => {
     client.on("error", () => {});
     if (!publishers.has(client)) {
-      if (!viewers.admit(client, history.replay())) return;
+      if (!viewers.admit(client, history.replay(), presentsViewToken(request.url, viewToken))) return;
       client.once("close", () => viewers.remove(client));
       // A viewer only receives: whatever it sends is policy violation.
       client.on("message", () => client.close(1008, "viewers may not publish"));
@@ -178,8 +197,9 @@ export const startRelay = async (options: RelayOptions): Promise<Relay> => {
   let stopping: Promise<void> | undefined;
   return {
     url: `ws://${authority}`,
+    viewUrl: `ws://${authority}/?${ViewParameter}=${viewToken}`,
     publishUrl: `ws://${authority}${PublishPath}?token=${token}`,
-    page: `http://${authority}/`,
+    page: `http://${authority}/#${ViewParameter}=${viewToken}`,
     port,
     viewerBacklogs: () => viewers.backlogs(),
     stop: () => {

@@ -1,7 +1,9 @@
 /**
  * The inspection relay bounds what it holds for each viewer, and the number of viewers: a viewer whose
  * socket never reads is disconnected once its unsent bytes would pass its allowance, while the viewers
- * that read still get every message; the viewer past the limit is told why it was refused.
+ * that read still get every message; the viewer past the limit is told why it was refused; and however
+ * many anonymous viewers hold the places, the developer's own viewer (the relay's viewer token, which
+ * its page carries) is admitted.
  */
 import { type Socket, connect as tcpConnect } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -36,12 +38,12 @@ const readingViewer = (url: string) =>
  * A viewer on a raw TCP socket that completes the WebSocket handshake and then never reads again
  * (paused: the kernel's buffers fill, then the relay's).
  */
-const idleViewer = (port: number) =>
+const idleViewer = (port: number, path = "/") =>
   new Promise<Socket>((resolve, reject) => {
     const socket = tcpConnect({ host: "127.0.0.1", port }, () => {
       socket.write(
         [
-          "GET / HTTP/1.1",
+          `GET ${path} HTTP/1.1`,
           `host: 127.0.0.1:${port}`,
           "connection: Upgrade",
           "upgrade: websocket",
@@ -124,9 +126,9 @@ const stuckSocket = () => {
 
 describe("a viewer's allowance is its replay plus the backlog bound", () => {
   it("a viewer that joins late is not disconnected for its replay, only past replay + backlog", () => {
-    const viewers = new RelayViewers({ maxBacklogBytes: 500, maxViewers: 4 });
+    const viewers = new RelayViewers({ maxBacklogBytes: 500, maxViewers: 4, maxOwnViewers: 4 });
     const late = stuckSocket();
-    expect(viewers.admit(late, ["r".repeat(1_000), "r".repeat(1_000)])).toBe(true);
+    expect(viewers.admit(late, ["r".repeat(1_000), "r".repeat(1_000)], false)).toBe(true);
     viewers.broadcast("a".repeat(400));
     expect(late.terminated).toBe(false);
     expect(viewers.backlogs()).toEqual([2_400]);
@@ -168,5 +170,77 @@ describe("the relay limits the number of viewers", () => {
     const fourth = await readingViewer(started.url);
     await vi.waitFor(() => expect(fourth.messages).toHaveLength(1), { timeout: 5_000, interval: 20 });
     for (const client of [second, fourth, publisher]) client.socket.close();
+  });
+});
+
+/** The viewer URL the relay's page connects to: its `#view=` token as the WebSocket's `?view=`. */
+const ownViewUrl = (started: Relay): string => {
+  const page = new URL(started.page);
+  const view = new URLSearchParams(page.hash.slice(1)).get("view");
+  expect(view).toMatch(/^[\w-]{32}$/);
+  return `ws://${page.host}/?view=${view}`;
+};
+
+describe("the developer's own viewer is never locked out", () => {
+  it("eight idle anonymous viewers hold every place; the page's viewer still gets in and receives", async () => {
+    const started = await relay();
+    for (let n = 0; n < 8; n += 1) await idleViewer(started.port);
+    await vi.waitFor(() => expect(started.viewerBacklogs()).toHaveLength(8), { timeout: 5_000 });
+    const ninth = await readingViewer(started.url);
+    const refused = await ninth.closed;
+    expect(refused.code).toBe(1013);
+    expect(refused.reason).toMatch(/viewer limit reached \(8\).*the page the controller printed/);
+
+    const own = await readingViewer(ownViewUrl(started));
+    await vi.waitFor(() => expect(started.viewerBacklogs()).toHaveLength(9), { timeout: 5_000 });
+    const publisher = await readingViewer(started.publishUrl);
+    publisher.socket.send(message(1, 10));
+    await vi.waitFor(() => expect(own.messages).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    own.socket.close();
+    publisher.socket.close();
+  });
+
+  it("own viewers past their places replace the oldest own one; anonymous ones cannot take them", async () => {
+    const started = await relay({ maxViewers: 1, maxOwnViewers: 2 });
+    const ownUrl = ownViewUrl(started);
+    await idleViewer(started.port);
+    const first = await readingViewer(ownUrl);
+    const second = await readingViewer(ownUrl);
+    await vi.waitFor(() => expect(started.viewerBacklogs()).toHaveLength(3), { timeout: 5_000 });
+    const third = await readingViewer(ownUrl);
+    const replaced = await first.closed;
+    expect(replaced.code).toBe(1013);
+    expect(replaced.reason).toMatch(/replaced by a newer viewer/);
+    const anonymous = await readingViewer(started.url);
+    expect((await anonymous.closed).code).toBe(1013);
+
+    const publisher = await readingViewer(started.publishUrl);
+    publisher.socket.send(message(1, 10));
+    await vi.waitFor(
+      () => {
+        expect(second.messages).toHaveLength(1);
+        expect(third.messages).toHaveLength(1);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
+    for (const client of [second, third, publisher]) client.socket.close();
+  });
+
+  it("a wrong viewer token is refused at the handshake", async () => {
+    const started = await relay();
+    await expect(idleViewer(started.port, "/?view=not-the-token")).rejects.toThrow(/403/);
+    await expect(idleViewer(started.port, "/?view=")).rejects.toThrow(/403/);
+  });
+
+  it("RelayViewers keeps own places apart from anonymous ones", () => {
+    const viewers = new RelayViewers({ maxBacklogBytes: 500, maxViewers: 2, maxOwnViewers: 1 });
+    const anonymous = [stuckSocket(), stuckSocket(), stuckSocket()];
+    expect(anonymous.map((socket) => viewers.admit(socket, [], false))).toEqual([true, true, false]);
+    const own = [stuckSocket(), stuckSocket()];
+    expect(own.map((socket) => viewers.admit(socket, [], true))).toEqual([true, true]);
+    viewers.broadcast("m");
+    // The two anonymous ones and the newer own one receive; the older own one was replaced.
+    expect(viewers.backlogs()).toEqual([1, 1, 1]);
+    expect(own.map((socket) => socket.bufferedAmount)).toEqual([0, 1]);
   });
 });

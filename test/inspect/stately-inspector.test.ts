@@ -58,12 +58,14 @@ describe("the Stately inspector", () => {
 
   it("serves the bridge page and relays on 127.0.0.1", async () => {
     expect(inspector.url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
-    expect(inspector.page).toBe(`${inspector.url.replace("ws:", "http:")}/`);
+    // The page carries the relay's viewer token in its fragment (never sent in a request).
+    expect(inspector.page).toMatch(new RegExp(`^${inspector.url.replace("ws:", "http:")}/#view=[\\w-]{32}$`));
     const page = await fetch(inspector.page ?? "", { signal: AbortSignal.timeout(5_000) });
     expect(page.status).toBe(200);
     const html = await page.text();
     expect(html).toContain('src="https://stately.ai/inspect"');
     expect(html).toContain("location.host");
+    expect(html).toContain("location.hash");
   });
 
   it("streams one actor per task with the definition, the pass events and the snapshots", async () => {

@@ -2,8 +2,11 @@
  * The lab's S3-compatible object store: gofakes3 (src/devcluster/images/object-store-image.ts) as a
  * Deployment and a Service `object-store` in the etcd's namespace, its bucket made when it starts.
  * The etcd cluster's backup-restore sidecars, the compaction Job and the tests reach it as a cloud
- * store: path-style, plain HTTP, through the Service. Its pod passes the `restricted` Pod Security
- * level (non-root, RuntimeDefault seccomp, no capabilities, no privilege escalation, no volume).
+ * store: path-style, plain HTTP, through the Service, every request signed with the key pair made for
+ * this store (the server refuses any other: its Service address is reachable from the host, so by
+ * every local user). The pair reaches the server from a Secret, never in its arguments. Its pod
+ * passes the `restricted` Pod Security level (non-root, RuntimeDefault seccomp, no capabilities, no
+ * privilege escalation, no volume).
  *
  *   const store = await startObjectStore(kubeConfig, { namespace, image });
  *   store.endpoint     // http://object-store.<namespace>.svc:9000, for pods
@@ -18,11 +21,14 @@ import {
   CoreV1Api,
   type KubeConfig,
   type V1Deployment,
+  type V1Secret,
   type V1Service,
 } from "@kubernetes/client-node";
 import { ObjectStorePort } from "../images/index.ts";
 
 export const ObjectStoreName = "object-store";
+/** The Secret holding the server's key pair. */
+export const ObjectStoreCredentialsName = "object-store-credentials";
 export const ObjectStoreBucket = "bucket";
 
 export interface ObjectStoreOptions {
@@ -39,11 +45,37 @@ export interface ObjectStore {
   readonly endpoint: string;
   /** `<Service IP>:<port>`: the endpoint from the node's network namespace, where no cluster DNS is. */
   readonly address: string;
-  /** Keys for etcd-backup-restore's S3 credentials (gofakes3 checks no signature; they are still required). */
+  /** The only key pair the server accepts (AWS Signature Version 4). */
   readonly accessKeyID: string;
   readonly secretAccessKey: string;
   readonly region: string;
 }
+
+export interface ObjectStoreCredentials {
+  readonly accessKeyID: string;
+  readonly secretAccessKey: string;
+}
+
+export const newObjectStoreCredentials = (): ObjectStoreCredentials => ({
+  accessKeyID: `lab-${randomBytes(6).toString("hex")}`,
+  secretAccessKey: randomBytes(18).toString("base64url"),
+});
+
+export const objectStoreCredentialsSecret = (
+  namespace: string,
+  credentials: ObjectStoreCredentials,
+): V1Secret => ({
+  apiVersion: "v1",
+  kind: "Secret",
+  metadata: { name: ObjectStoreCredentialsName, namespace, labels },
+  type: "Opaque",
+  stringData: { accessKeyID: credentials.accessKeyID, secretAccessKey: credentials.secretAccessKey },
+});
+
+const credentialEnv = (name: string, key: string) => ({
+  name,
+  valueFrom: { secretKeyRef: { name: ObjectStoreCredentialsName, key } },
+});
 
 const labels = { "app.kubernetes.io/name": ObjectStoreName, "app.kubernetes.io/part-of": "opstask-lab" };
 
@@ -72,10 +104,14 @@ export const objectStoreDeployment = (options: ObjectStoreOptions): V1Deployment
             image: options.image,
             imagePullPolicy: "Never",
             args: [`-listen=:${ObjectStorePort}`, `-bucket=${ObjectStoreBucket}`],
+            env: [
+              credentialEnv("S3_ACCESS_KEY_ID", "accessKeyID"),
+              credentialEnv("S3_SECRET_ACCESS_KEY", "secretAccessKey"),
+            ],
             ports: [{ name: "s3", containerPort: ObjectStorePort, protocol: "TCP" }],
-            // GET / lists the buckets: 200 once the server serves.
+            // The port accepts once the server serves (an unsigned GET would be refused).
             readinessProbe: {
-              httpGet: { path: "/", port: ObjectStorePort, scheme: "HTTP" },
+              tcpSocket: { port: ObjectStorePort },
               periodSeconds: 1,
               failureThreshold: 3,
             },
@@ -111,6 +147,11 @@ export const startObjectStore = async (
   const { namespace } = options;
   const apps = kubeConfig.makeApiClient(AppsV1Api);
   const core = kubeConfig.makeApiClient(CoreV1Api);
+  const credentials = newObjectStoreCredentials();
+  await core.createNamespacedSecret({
+    namespace,
+    body: objectStoreCredentialsSecret(namespace, credentials),
+  });
   const service = await core.createNamespacedService({ namespace, body: objectStoreService(namespace) });
   await apps.createNamespacedDeployment({ namespace, body: objectStoreDeployment(options) });
   const timeoutMs = options.timeoutMs ?? 120_000;
@@ -141,8 +182,7 @@ export const startObjectStore = async (
     bucket: ObjectStoreBucket,
     endpoint: `http://${ObjectStoreName}.${namespace}.svc:${ObjectStorePort}`,
     address: `${service.spec?.clusterIP ?? ""}:${ObjectStorePort}`,
-    accessKeyID: `lab-${randomBytes(6).toString("hex")}`,
-    secretAccessKey: randomBytes(18).toString("base64url"),
+    ...credentials,
     region: "us-east-1",
   };
 };

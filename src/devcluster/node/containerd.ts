@@ -189,6 +189,19 @@ export function shimProcesses(paths: ContainerdPaths): number[] {
 }
 
 /**
+ * The IDs of the pod sandboxes this containerd made and has not removed: its CRI plugin's sandbox
+ * directories (in its root and its state) and the tasks' bundles (a sandbox's task has its ID).
+ */
+export function sandboxIds(paths: ContainerdPaths): Set<string> {
+  const ids = new Set(taskBundles(paths.state).map((bundle) => bundle.id));
+  for (const base of [paths.root, paths.state]) {
+    const dir = join(base, "io.containerd.grpc.v1.cri", "sandboxes");
+    if (existsSync(dir)) for (const id of readdirSync(dir)) ids.add(id);
+  }
+  return ids;
+}
+
+/**
  * What the shims keep outside the node's directory, per task: runc's state
  * (/run/containerd/runc/k8s.io/<id>) and the shim's socket (/run/containerd/s/<sha256>).
  */

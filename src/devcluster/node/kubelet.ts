@@ -1,9 +1,13 @@
 // The kubelet of the local node, inside the node's network namespace: cgroupfs under the node's own
 // cgroup, cgroup v1 allowed, its files in the node's directory (root dir, pod logs), no upstream DNS
-// (an empty resolv.conf), its API on the node's address only, anonymous read for the test cluster.
+// (an empty resolv.conf), its API on the node's address only. That address is reachable from the host,
+// so by every user of the machine: the API (logs of every pod, the host's /var/log, exec and /run as
+// root) takes no anonymous request; it accepts the kube-apiserver's client certificate (a CA made for
+// the node) and bearer tokens the apiserver accepts, and asks the apiserver whether each may.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
+import { issueCertificate } from "../certificates.ts";
 import { type ManagedProcess, startProcess } from "../process.ts";
 import type { ContainerdPaths } from "./containerd.ts";
 import type { NodeSlot } from "./node-slot.ts";
@@ -17,6 +21,8 @@ export interface KubeletOptions {
   readonly containerd: ContainerdPaths;
   /** The cluster DNS server's address (CoreDNS). */
   readonly clusterDns: string;
+  /** The CA whose client certificates the kubelet accepts (kube-apiserver's: {@link writeKubeletClientTls}). */
+  readonly clientCaFile: string;
   readonly maxPods?: number;
   readonly onLine?: (line: string) => void;
 }
@@ -38,9 +44,13 @@ function kubeletConfiguration(o: KubeletOptions, resolvConf: string): Record<str
     readOnlyPort: 0,
     healthzBindAddress: "127.0.0.1",
     healthzPort: 10248,
-    // A test node: the apiserver's client is not verified, everything is allowed.
-    authentication: { anonymous: { enabled: true }, webhook: { enabled: false }, x509: {} },
-    authorization: { mode: "AlwaysAllow" },
+    authentication: {
+      anonymous: { enabled: false },
+      webhook: { enabled: true },
+      x509: { clientCAFile: o.clientCaFile },
+    },
+    // A SubjectAccessReview per request (nodes/proxy, nodes/log, …): RBAC decides, as on a real node.
+    authorization: { mode: "Webhook" },
     clusterDomain: "cluster.local",
     clusterDNS: [o.clusterDns],
     resolvConf,
@@ -88,4 +98,43 @@ export function startKubelet(o: KubeletOptions): ManagedProcess {
     ],
     ...(o.onLine !== undefined ? { onLine: o.onLine } : {}),
   });
+}
+
+/** The user kube-apiserver's client certificate names; RBAC lets it use the kubelet's API. */
+export const KubeletClientUser = "kube-apiserver-kubelet-client";
+
+export interface KubeletClientTls {
+  /** The kubelet's `x509.clientCAFile`. */
+  readonly caFile: string;
+  /** kube-apiserver's `--kubelet-client-certificate` and `--kubelet-client-key`. */
+  readonly certFile: string;
+  readonly keyFile: string;
+}
+
+/** A CA for the node and kube-apiserver's client certificate from it, written into `dir` (key 0600). */
+export function writeKubeletClientTls(dir: string): KubeletClientTls {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const ca = issueCertificate({
+    subject: "opstask node kubelet-client CA",
+    issuer: undefined,
+    ca: true,
+    usages: [],
+    names: [],
+  });
+  const client = issueCertificate({
+    subject: KubeletClientUser,
+    issuer: ca,
+    ca: false,
+    usages: ["clientAuth"],
+    names: [],
+  });
+  const files = {
+    caFile: join(dir, "ca.crt"),
+    certFile: join(dir, "client.crt"),
+    keyFile: join(dir, "client.key"),
+  };
+  writeFileSync(files.caFile, ca.certPem);
+  writeFileSync(files.certFile, client.certPem);
+  writeFileSync(files.keyFile, client.keyPem, { mode: 0o600 });
+  return files;
 }

@@ -28,7 +28,7 @@ import { startControllers } from "./controllers.ts";
 import { CLUSTER_DOMAIN, startCoreDns } from "./coredns.ts";
 import { readSysctls } from "./host-sysctls.ts";
 import { startKubeProxy } from "./kube-proxy.ts";
-import { startKubelet } from "./kubelet.ts";
+import { KubeletClientUser, startKubelet, writeKubeletClientTls } from "./kubelet.ts";
 import { createNodeNetwork, SERVICE_CIDR } from "./network.ts";
 import { type NodeBinaries, resolveNodeBinaries } from "./node-binaries.ts";
 import {
@@ -98,9 +98,23 @@ export interface LocalCluster {
 
 const COREDNS_USER = "system:coredns";
 
-/** Lets CoreDNS read what it serves (as upstream's system:coredns ClusterRole). */
-async function grantCoreDns(kc: KubeConfig): Promise<void> {
+/**
+ * Lets CoreDNS read what it serves (as upstream's system:coredns ClusterRole), and kube-apiserver's
+ * kubelet client use the kubelet's API (logs, exec, port-forward: system:kubelet-api-admin, as kubeadm).
+ */
+async function grantNodeClients(kc: KubeConfig): Promise<void> {
   const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: KubeletClientUser },
+      roleRef: {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: "system:kubelet-api-admin",
+      },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: KubeletClientUser }],
+    },
+  });
   await rbac.createClusterRole({
     body: {
       metadata: { name: COREDNS_USER },
@@ -261,8 +275,14 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       { name: COREDNS_USER, groups: [] },
       ...(options.users ?? []),
     ];
+    const kubeletClient = writeKubeletClientTls(join(dir, "kubelet-client"));
     const startingPlane = startControlPlane({
       ...options,
+      apiserverArgs: [
+        ...(options.apiserverArgs ?? []),
+        `--kubelet-client-certificate=${kubeletClient.certFile}`,
+        `--kubelet-client-key=${kubeletClient.keyFile}`,
+      ],
       log,
       users,
       bindAddress: record.hostAddress,
@@ -305,7 +325,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     };
     const rootCa = join(kubeconfigs, "ca.crt");
     writeFileSync(rootCa, cp.caPem);
-    await grantCoreDns(cp.makeKubeConfig());
+    await grantNodeClients(cp.makeKubeConfig());
 
     const running = readSlotRecords().find((other) => other.slot !== record.slot && ownerAlive(other));
     record = { ...record, sysctls: running?.sysctls ?? readSysctls() };
@@ -318,6 +338,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       kubeconfig: kubeconfigOf(`system:node:${nodeName}`),
       containerd: runtime.paths,
       clusterDns: record.gatewayAddress,
+      clientCaFile: kubeletClient.caFile,
       onLine: tails.sink("kubelet"),
     });
     const controllers = startControllers({

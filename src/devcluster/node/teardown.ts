@@ -2,13 +2,14 @@
 // components were asked to stop, and for the leftovers of an earlier run whose process died (then
 // nothing was asked to stop). Order: processes (pods, shims, anything in the namespace), then mounts
 // and the pods' network namespaces, then the node's namespace with its routes, the cgroup, the host
-// sysctls, and the files the kubelet writes outside its directory.
+// sysctls, and the files the kubelet and the CNI library write outside the node's directory.
 import { existsSync, readdirSync, readlinkSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { sleep } from "../deadline.ts";
 import { cgroupProcesses, removeNodeCgroup } from "./cgroups.ts";
+import { removeCniResults } from "./cni-results.ts";
 import { tryCommand } from "./command.ts";
-import { containerdPaths, removeShimLeftovers, shimProcesses } from "./containerd.ts";
+import { containerdPaths, removeShimLeftovers, sandboxIds, shimProcesses } from "./containerd.ts";
 import { restoreSysctls } from "./host-sysctls.ts";
 import { podNetworkNamespaces, removeNetworkNamespaceFiles, unmountUnder } from "./mounts.ts";
 import { removeNodeNetwork } from "./network.ts";
@@ -72,6 +73,7 @@ export async function cleanUpNode(record: SlotRecord): Promise<string[]> {
   if (left.length > 0) problems.push(`processes still running: ${left.join(", ")}`);
 
   const podNamespaces = existsSync(paths.state) ? podNetworkNamespaces(paths.state) : [];
+  const sandboxes = sandboxIds(paths);
   problems.push(...(await unmountUnder(record.dir)));
   problems.push(...(await removeNetworkNamespaceFiles(podNamespaces)));
   if (existsSync(paths.state)) removeShimLeftovers(paths);
@@ -89,6 +91,7 @@ export async function cleanUpNode(record: SlotRecord): Promise<string[]> {
   const others = readSlotRecords().filter((other) => other.slot !== record.slot && ownerAlive(other));
   if (others.length === 0 && record.sysctls !== undefined) problems.push(...restoreSysctls(record.sysctls));
   await removeHostFiles(record, others.length === 0);
+  problems.push(...removeCniResults(sandboxes, others.length === 0));
   rmSync(record.dir, { recursive: true, force: true });
   releaseSlot(record.slot);
   return problems;
