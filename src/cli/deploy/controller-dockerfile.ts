@@ -25,9 +25,9 @@ ARG RUNTIME_BASE=gcr.io/distroless/nodejs24-debian12:nonroot
 FROM \${BUILD_BASE} AS build
 WORKDIR /app
 ENV npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
-COPY package.json package-lock.json ./
-RUN npm ci --ignore-scripts
+# The project whole before npm ci: opstask comes from a path in it (vendor/, \`opstask init\`).
 COPY . .
+RUN npm ci --ignore-scripts
 # rolldown (a dev dependency of the project) does the bundling.
 RUN npx opstask bundle ${main} dist/bundle
 
