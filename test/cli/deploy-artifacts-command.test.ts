@@ -99,8 +99,7 @@ describe("opstask deploy-artifacts", () => {
 
   describe("generated RBAC and image without wildcards or floating bases (issue 35, L8)", () => {
     const resource = { group: "lookups.example.com", version: "v1", kind: "Lookup", plural: "lookups" };
-    const documents = (text: string) =>
-      parseAllDocuments(text).map((document) => document.toJS() as unknown);
+    const documents = (text: string) => parseAllDocuments(text).map((document) => document.toJS() as unknown);
 
     it("refuses a kind whose rbacRules hold a wildcard, naming the rule's field and the fix", () => {
       const rule = { apiGroups: [""], resources: ["configmaps"], verbs: ["get"] };
