@@ -26,6 +26,7 @@ import { memberLeaseLabels, volumeLabels } from "../../src/etcd/recover-from-quo
 import { makeKubernetesQuorumCluster } from "../../src/etcd/recover-from-quorum-loss/cluster-kubernetes.ts";
 import { useControlPlane } from "../support/cluster.ts";
 import { applyManifests, deployCrdFiles, deployObjects } from "../support/deploy-manifests.ts";
+import { etcdStatefulSet, memberClaim } from "../support/etcd-member-objects.ts";
 import { refusal } from "../support/refusal.ts";
 
 const cluster = useControlPlane({ crds: deployCrdFiles });
@@ -59,29 +60,11 @@ const createEtcdObjects = async (ns: string) => {
       spec: { replicas: 3, labels: { app: etcd }, etcd: {}, backup: {} },
     },
   });
-  await admin.makeApiClient(AppsV1Api).createNamespacedStatefulSet({
-    namespace: ns,
-    body: {
-      metadata: { name: etcd },
-      spec: {
-        replicas: 3,
-        serviceName: `${etcd}-peer`,
-        selector: { matchLabels: { app: etcd } },
-        template: {
-          metadata: { labels: { app: etcd } },
-          spec: { containers: [{ name: "etcd", image: "example.invalid/etcd:0" }] },
-        },
-      },
-    },
-  });
+  await admin
+    .makeApiClient(AppsV1Api)
+    .createNamespacedStatefulSet({ namespace: ns, body: etcdStatefulSet(etcd) });
   const claim = (name: string, labels: Record<string, string>) =>
-    core.createNamespacedPersistentVolumeClaim({
-      namespace: ns,
-      body: {
-        metadata: { name, labels },
-        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
-      },
-    });
+    core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: memberClaim(name, labels) });
   for (const ordinal of [0, 1, 2]) await claim(`data-${etcd}-${ordinal}`, volumeLabels(etcd));
   await claim("app-data", { app: "shop" });
   for (const ordinal of [0, 1, 2])
