@@ -25,16 +25,25 @@ export interface ControllerIdentity {
   readonly watchNamespaces?: ReadonlyArray<string>;
 }
 
+/** What a wildcard in each field of a rule grants, and an example of what to list instead. */
+const wildcardFields = {
+  apiGroups: { grants: "API group", instead: '[""]' },
+  resources: { grants: "resource", instead: '["configmaps"]' },
+  verbs: { grants: "verb", instead: '["get"]' },
+} as const;
+
 /**
  * The first wildcard in a kind's `rbacRules`, as what to fix. A `*` grants every verb, resource or
  * group, those the API server adds later included, to whoever holds the controller's token.
  */
 export const rbacRulesWildcard = (rules: ReadonlyArray<PolicyRule>): string | undefined => {
   for (const [index, rule] of rules.entries())
-    for (const field of ["apiGroups", "resources", "verbs"] as const) {
-      const wild = (rule[field] ?? []).find((value) => value === "*" || value.split("/").includes("*"));
+    for (const [field, { grants, instead }] of Object.entries(wildcardFields)) {
+      const wild = rule[field as keyof typeof wildcardFields].find(
+        (value) => value === "*" || value.split("/").includes("*"),
+      );
       if (wild !== undefined)
-        return `rbacRules[${index}].${field}: ${JSON.stringify(wild)} grants every ${field === "apiGroups" ? "API group" : field === "resources" ? "resource" : "verb"} to whoever holds the controller's token; list the ${field} the handlers use (e.g. ${field === "apiGroups" ? '[""]' : field === "resources" ? '["configmaps"]' : '["get"]'})`;
+        return `rbacRules[${index}].${field}: ${JSON.stringify(wild)} grants every ${grants} to whoever holds the controller's token; list the ${field} the handlers use (e.g. ${instead})`;
     }
   return undefined;
 };
