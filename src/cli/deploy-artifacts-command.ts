@@ -8,6 +8,8 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { PolicyRule } from "../api/policy-rule.ts";
+import { isPinnedImage } from "./deploy/controller-dockerfile.ts";
+import { rbacRulesWildcard } from "./deploy/controller-rbac.ts";
 import { type DeployArtifactsInput, deployArtifacts } from "./deploy/deploy-artifacts.ts";
 import { OptionError } from "./options.ts";
 import { parseArgsMessage } from "./parse-args-message.ts";
@@ -28,6 +30,10 @@ Dockerfile that bundles your main with \`opstask bundle\`.
   --image REF            the controller image (default <name>:latest)
   --main FILE            the program the image runs (default main.ts)
   --metrics-secure BOOL  secure metrics on :8443 and their RBAC (default true)
+  --build-base REF       the Dockerfile's build base (default an exact Node release)
+  --runtime-base REF     its runtime base (default distroless Node 24; give it by digest to pin it)
+  --watch-namespaces NS  watch only these namespaces (comma-separated), granted the rules by a
+                         RoleBinding in each instead of a ClusterRoleBinding (default: all)
   -h, --help             this text
 `;
 
@@ -49,6 +55,8 @@ export const kindOfExport = (
   )
     return { error: `export ${name} is not a task kind (expected defineTaskKind(...)'s result)` };
   const rules = isRecord(value) ? value.rbacRules : undefined;
+  const wildcard = Array.isArray(rules) ? rbacRulesWildcard(rules as ReadonlyArray<PolicyRule>) : undefined;
+  if (wildcard !== undefined) return { error: `export ${name}: ${wildcard}` };
   return {
     resource: {
       group: resource.group,
@@ -74,6 +82,9 @@ const parse = (argv: ReadonlyArray<string>) => {
         image: { type: "string" },
         main: { type: "string" },
         "metrics-secure": { type: "string", default: "true" },
+        "watch-namespaces": { type: "string" },
+        "build-base": { type: "string" },
+        "runtime-base": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -96,6 +107,21 @@ export const deployArtifactsCommand = async (argv: ReadonlyArray<string>): Promi
   const secure = values["metrics-secure"];
   if (secure !== "true" && secure !== "false")
     throw new OptionError(`--metrics-secure ${secure}: give true or false`);
+  const watchNamespaces = values["watch-namespaces"]?.split(",").map((namespace) => namespace.trim());
+  const badNamespace = watchNamespaces?.find(
+    (namespace) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace),
+  );
+  if (badNamespace !== undefined)
+    throw new OptionError(
+      `--watch-namespaces ${JSON.stringify(values["watch-namespaces"])}: ${JSON.stringify(badNamespace)} is not a namespace name; give lower-case DNS labels separated by commas, such as team-a,team-b`,
+    );
+  for (const flag of ["build-base", "runtime-base"] as const) {
+    const reference = values[flag];
+    if (reference !== undefined && !isPinnedImage(reference))
+      throw new OptionError(
+        `--${flag} ${reference}: a tag that can move; give the image by digest (<ref>@sha256:<digest>, from crane digest <ref>) or by an exact version tag (e.g. node:24.21.0-bookworm-slim)`,
+      );
+  }
   let loaded: Record<string, unknown>;
   try {
     loaded = await import(pathToFileURL(resolve(values.module)).href);
@@ -121,6 +147,11 @@ export const deployArtifactsCommand = async (argv: ReadonlyArray<string>): Promi
     ...(values.lease === undefined ? {} : { leaseName: values.lease }),
     ...(values.image === undefined ? {} : { image: values.image }),
     ...(values.main === undefined ? {} : { main: values.main }),
+    ...(watchNamespaces === undefined ? {} : { watchNamespaces }),
+    bases: {
+      ...(values["build-base"] === undefined ? {} : { build: values["build-base"] }),
+      ...(values["runtime-base"] === undefined ? {} : { runtime: values["runtime-base"] }),
+    },
   });
   await mkdir(values.output, { recursive: true });
   for (const file of files) await writeFile(join(values.output, file.path), file.text);

@@ -2,12 +2,14 @@
  * `opstask init <dir> [--kind K] [--group G] [--version V] [--plural P] [--opstask SPEC]`: writes a
  * working operator project for a task kind of one's own (kind, handlers, main, a simulate() property
  * test and a real-API-server test, README saying where a new config member goes), which passes its own
- * tests once installed: `cd <dir> && npm install && npm test`.
+ * tests once installed: `cd <dir> && npm install --ignore-scripts && npm test`. opstask itself comes
+ * from a path, never the registry (init/opstask-dependency.ts says why).
  */
 import { existsSync } from "node:fs";
-import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { opstaskDependency } from "./init/opstask-dependency.ts";
 import { type OpstaskManifest, projectFiles } from "./init/project-files.ts";
 import { checkProjectNames, type ProjectNames, pluralOf } from "./init/project-names.ts";
 import { OptionError } from "./options.ts";
@@ -18,14 +20,17 @@ const usage = `Usage: opstask init <dir> [options]
 Writes a new operator project into <dir> (which must be empty or absent): src/kind.ts (the kind and
 its spec schema), src/handlers.ts (Admit, Execute, Cleanup per config member), src/main.ts
 (runTaskController), a simulate() property test, a real kube-apiserver test, package.json with the
-scripts crd, deploy, test, typecheck and start, and a README. Then: cd <dir> && npm install && npm test
+scripts crd, deploy, test, typecheck and start, and a README. Then:
+cd <dir> && npm install --ignore-scripts && npm test
 
   --kind NAME       the kind, PascalCase (default Webhook)
   --group GROUP     the API group, a DNS name with a dot (default ops.example.com)
   --version V       the API version (default v1alpha1)
   --plural NAME     the resource's plural (default: from the kind, e.g. webhooks)
   --name NAME       the npm package name (default: the directory's name)
-  --opstask SPEC    opstask's version range or a path to its .tgz (default ^<this version>)
+  --opstask PATH    opstask's tarball (copied into <dir>/vendor/) or checkout (linked); not a
+                    version range: the registry's "opstask" is not this project's (default: the
+                    opstask-<version>.tgz npm pack left beside this opstask, else its directory)
   -h, --help        this text
 `;
 
@@ -54,10 +59,6 @@ const parse = (argv: ReadonlyArray<string>) => {
 const ownManifest = async (): Promise<OpstaskManifest> =>
   JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as OpstaskManifest;
 
-/** A path to an existing tarball becomes `file:<absolute path>`; anything else is a version range. */
-const dependencyOf = (spec: string): string =>
-  /\.(tgz|tar\.gz)$/.test(spec) && existsSync(spec) ? `file:${resolve(spec)}` : spec;
-
 export const initCommand = async (argv: ReadonlyArray<string>): Promise<number> => {
   const { values, positionals } = parse(argv);
   if (values.help === true) {
@@ -80,14 +81,21 @@ export const initCommand = async (argv: ReadonlyArray<string>): Promise<number> 
   const bad = checkProjectNames(names);
   if (bad !== undefined) throw new OptionError(bad.error);
   const manifest = await ownManifest();
-  const files = await projectFiles(names, manifest, dependencyOf(values.opstask ?? `^${manifest.version}`));
+  const dependency = opstaskDependency(values.opstask, manifest.version);
+  if ("error" in dependency) throw new OptionError(dependency.error);
+  const files = await projectFiles(names, manifest, dependency.spec);
   for (const file of files) {
     await mkdir(dirname(join(target, file.path)), { recursive: true });
     await writeFile(join(target, file.path), file.text);
   }
+  if (dependency.copy !== undefined) {
+    await mkdir(dirname(join(target, dependency.copy.to)), { recursive: true });
+    await copyFile(dependency.copy.from, join(target, dependency.copy.to));
+  }
   process.stdout.write(
     `Wrote ${files.length} files of ${names.kind} (${names.plural}.${names.group}/${names.version}) to ${dir}.\n` +
-      `Next: cd ${dir} && npm install && npm test\n` +
+      `opstask: ${dependency.spec}\n` +
+      `Next: cd ${dir} && npm install --ignore-scripts && npm test\n` +
       "A new config member goes in three places: see its README.md.\n",
   );
   return 0;

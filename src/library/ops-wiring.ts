@@ -147,9 +147,9 @@ export const bothObservers = (first: ControllerObserver, second: ControllerObser
     first.passTransitions?.(task, pass);
     second.passTransitions?.(task, pass);
   },
-  foreignWrite: (manager, field) => {
-    first.foreignWrite?.(manager, field);
-    second.foreignWrite?.(manager, field);
+  foreignWrite: (manager, field, uid) => {
+    first.foreignWrite?.(manager, field, uid);
+    second.foreignWrite?.(manager, field, uid);
   },
   handlerDefect: (phase) => {
     first.handlerDefect?.(phase);

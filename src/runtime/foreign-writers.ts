@@ -6,10 +6,16 @@
  * when the kind knows it (`OtherController`; for EtcdOpsTask, etcd-druid's and deploy/coexistence/).
  * `inspect` runs on each object as it arrives, before the cache drops `managedFields` (cache-object.ts);
  * findings wait in a small queue until the controller drains them.
+ *
+ * A field manager's name is the writer's choice (anyone who may patch a task chooses one per request),
+ * so what it costs is bounded: at most `maxReportedPerTask` writes are reported per task (Events, log
+ * lines, metric increments), the name is shortened in the Event as in the metric label, and the metric
+ * keeps a few managers' series and removes them with their tasks (foreign-writer-series.ts).
  */
 import * as Effect from "effect/Effect";
 import type { EventRecorder } from "../interpreters/kubernetes/event-recorder.ts";
 import type { KubeObject } from "../kube/object.ts";
+import { boundedLabelValue } from "./metric-series.ts";
 import type { ControllerObserver } from "./metrics.ts";
 
 /** What another writer did to a task. */
@@ -34,7 +40,12 @@ export interface ForeignWriterOptions {
   readonly finalizer: string;
   /** Tasks remembered as reported (oldest forgotten beyond this; a repeat report is harmless). */
   readonly maxRemembered?: number;
+  /** Writes reported per task (writer and field pairs); later ones are dropped (default 3). */
+  readonly maxReportedPerTask?: number;
 }
+
+/** Writes reported per task by default: a status writer and a finalizer's, and one more. */
+export const DefaultMaxReportedPerTask = 3;
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
@@ -75,7 +86,7 @@ export const foreignWrites = (
 export interface ForeignWriterWatch {
   /** Looks at an object as it arrives (before the cache drops its managedFields). */
   readonly inspect: (object: KubeObject) => void;
-  /** The foreign writes not reported yet (each task, writer and field once). */
+  /** The foreign writes not reported yet (each task, writer and field once, a few per task). */
   readonly drain: () => ForeignWrite[];
   /** A task is gone: it may be reported again if it comes back under the same UID (it cannot). */
   readonly forget: (uid: string) => void;
@@ -83,6 +94,7 @@ export interface ForeignWriterWatch {
 
 export const makeForeignWriterWatch = (options: ForeignWriterOptions): ForeignWriterWatch => {
   const maxRemembered = options.maxRemembered ?? 10_000;
+  const maxPerTask = options.maxReportedPerTask ?? DefaultMaxReportedPerTask;
   /** By task UID (oldest first): the `manager field` pairs reported. Empty unless someone else writes. */
   const reported = new Map<string, Set<string>>();
   const pending: ForeignWrite[] = [];
@@ -91,7 +103,7 @@ export const makeForeignWriterWatch = (options: ForeignWriterOptions): ForeignWr
       for (const write of foreignWrites(object, options)) {
         const pair = `${write.manager} ${write.field}`;
         const seen = reported.get(write.task.uid);
-        if (seen?.has(pair)) continue;
+        if (seen?.has(pair) || (seen?.size ?? 0) >= maxPerTask) continue;
         if (seen === undefined) reported.set(write.task.uid, new Set([pair]));
         else seen.add(pair);
         if (reported.size > maxRemembered) reported.delete(reported.keys().next().value ?? "");
@@ -128,9 +140,10 @@ export const foreignWriteNote = (write: ForeignWrite, wording: ForeignWriteWordi
   const suspect = other === undefined ? "" : ` (${other.name}?)`;
   const guide = other?.guide === undefined ? "" : ` (see ${other.guide})`;
   const stance = `${controller} does not fight over it. Keep one controller per ${kind}${guide}.`;
+  const manager = JSON.stringify(boundedLabelValue(write.manager));
   return write.field === "status"
-    ? `field manager "${write.manager}" wrote this ${kind}'s status: another controller acts on it${suspect}; ${stance}`
-    : `field manager "${write.manager}" added the finalizer ${controller} uses: another controller acts on this ${kind}${suspect}; ${stance}`;
+    ? `field manager ${manager} wrote this ${kind}'s status: another controller acts on it${suspect}; ${stance}`
+    : `field manager ${manager} added the finalizer ${controller} uses: another controller acts on this ${kind}${suspect}; ${stance}`;
 };
 
 /**
@@ -152,12 +165,12 @@ export const reportForeignWrites = (
         writes,
         (write) =>
           Effect.gen(function* () {
-            observer.foreignWrite?.(write.manager, write.field);
+            observer.foreignWrite?.(write.manager, write.field, write.task.uid);
             yield* Effect.logWarning("another controller writes this task").pipe(
               Effect.annotateLogs({
                 kind: wording.kind,
                 task: `${write.task.namespace}/${write.task.name}`,
-                manager: write.manager,
+                manager: boundedLabelValue(write.manager),
                 field: write.field,
               }),
             );

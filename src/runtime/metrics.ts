@@ -17,7 +17,8 @@
  *   failures, retried and dropped Events (closed label sets:
  *   src/interpreters/kubernetes/fault-counter.ts);
  * - `opstask_api_unreachable_seconds`: how long the API server has not answered (0 while it does);
- * - `opstask_foreign_writes_total{manager,field}`: tasks another controller wrote (foreign-writers.ts);
+ * - `opstask_foreign_writes_total{manager,field}`: tasks another controller wrote (foreign-writers.ts),
+ *   its manager label bounded and its series removed with their tasks (foreign-writer-series.ts);
  * - `opstask_leader`: 1 while this instance leads (or runs without leader election);
  * - Node's process metrics (`opstask_process_*`, `opstask_nodejs_*`); of the event loop's, the lag
  *   measured when scraped (`nodejs_eventloop_lag_seconds`) and `nodejs_eventloop_utilization` since the
@@ -29,6 +30,7 @@ import type { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { Phase } from "../machine/types.ts";
 import type { Pass } from "../reconcile/pass.ts";
+import { ForeignWriterSeries } from "./foreign-writer-series.ts";
 import { boundedLabels, boundedLabelValue, type SeriesLabels, SeriesTracker } from "./metric-series.ts";
 import { MaxTimerDelayMs } from "./timer-limit.ts";
 import type { WorkQueueMetrics } from "./work-queue.ts";
@@ -58,8 +60,11 @@ export interface ControllerObserver {
     task: { readonly key: string; readonly uid: string; readonly runId: string },
     pass: Pass,
   ) => void;
-  /** Another field manager wrote a task's status or added our finalizer (foreign-writers.ts). */
-  readonly foreignWrite?: (manager: string, field: string) => void;
+  /**
+   * Another field manager wrote task `uid`'s status or added our finalizer (foreign-writers.ts); the
+   * task's `taskGone` removes what it counted in.
+   */
+  readonly foreignWrite?: (manager: string, field: string, uid: string) => void;
   /** A handler call threw (a defect, reconcile/handler-defect.ts). */
   readonly handlerDefect?: (phase: Phase) => void;
 }
@@ -195,10 +200,12 @@ export const makeControllerMetrics = (
   };
   const foreignWrites = new Counter({
     name: `${prefix}foreign_writes_total`,
-    help: "Tasks another controller wrote (status, or our finalizer), by its field manager; reported once per task",
+    help: "Tasks another controller wrote (status, or our finalizer), by its field manager (a few, then other); reported once per task, removed with the tasks",
     labelNames: ["manager", "field"] as const,
     registers: [registry],
   });
+  // Field managers are the writers' choice: bounded, and removed with the tasks they wrote.
+  const foreignSeries = new ForeignWriterSeries();
   const handlerDefects = new Counter({
     name: `${prefix}handler_defects_total`,
     help: "Handler calls that threw instead of returning a result (a bug in the handler), by phase",
@@ -207,7 +214,8 @@ export const makeControllerMetrics = (
   });
   for (const phase of ["admit", "execute", "cleanup"] as const) handlerDefects.inc({ phase }, 0);
   const observer: ControllerObserver = {
-    foreignWrite: (manager, field) => foreignWrites.inc({ manager, field }),
+    foreignWrite: (manager, field, uid) =>
+      foreignWrites.inc({ ...foreignSeries.counted(manager, field, uid) }),
     handlerDefect: (phase) => handlerDefects.inc({ phase }),
     passEnded: (result, seconds) => {
       passes.inc({ result });
@@ -223,6 +231,7 @@ export const makeControllerMetrics = (
     taskGone: (uid) => {
       const gone = series.taskGone(uid);
       if (gone !== undefined) removeSeries(gone);
+      for (const labels of foreignSeries.taskGone(uid)) foreignWrites.remove({ ...labels });
     },
     groupGone: (namespace, name) => {
       for (const gone of series.etcdGone(namespace, name)) removeSeries(gone);

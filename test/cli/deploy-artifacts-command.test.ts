@@ -9,7 +9,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { deployArtifactsCommand } from "../../src/cli/deploy-artifacts-command.ts";
+import {
+  controllerDockerfile,
+  DefaultRuntimeBase,
+  isPinnedImage,
+} from "../../src/cli/deploy/controller-dockerfile.ts";
+import { deployArtifacts } from "../../src/cli/deploy/deploy-artifacts.ts";
+import { deployArtifactsCommand, kindOfExport } from "../../src/cli/deploy-artifacts-command.ts";
 import { OptionError } from "../../src/cli/options.ts";
 import { repoRoot } from "../support/cluster.ts";
 import { deployedEnv, deployedNodeFlags } from "../support/deployed-env.ts";
@@ -89,6 +95,93 @@ describe("opstask deploy-artifacts", () => {
       "ports",
     ])
       expect({ field, value: generated[field] }).toEqual({ field, value: flagship[field] });
+  });
+
+  describe("generated RBAC and image without wildcards or floating bases (issue 35, L8)", () => {
+    const resource = { group: "lookups.example.com", version: "v1", kind: "Lookup", plural: "lookups" };
+    const documents = (text: string) => parseAllDocuments(text).map((document) => document.toJS() as unknown);
+
+    it("refuses a kind whose rbacRules hold a wildcard, naming the rule's field and the fix", () => {
+      const rule = { apiGroups: [""], resources: ["configmaps"], verbs: ["get"] };
+      expect(kindOfExport({ resource, rbacRules: [rule, { ...rule, verbs: ["*"] }] }, "kind")).toEqual({
+        error:
+          'export kind: rbacRules[1].verbs: "*" grants every verb to whoever holds the controller\'s token; list the verbs the handlers use (e.g. ["get"])',
+      });
+      expect(
+        kindOfExport({ resource, rbacRules: [{ ...rule, resources: ["pods/*"] }] }, "kind"),
+      ).toMatchObject({
+        error: expect.stringMatching(
+          /^export kind: rbacRules\[0\]\.resources: "pods\/\*" grants every resource/,
+        ),
+      });
+      expect(kindOfExport({ resource, rbacRules: [{ ...rule, apiGroups: ["*"] }] }, "kind")).toMatchObject({
+        error: expect.stringMatching(/rbacRules\[0\]\.apiGroups: "\*" grants every API group/),
+      });
+      expect(kindOfExport({ resource, rbacRules: [rule] }, "kind")).toMatchObject({ rbacRules: [rule] });
+    });
+
+    it("binds the rules by a RoleBinding per watched namespace, and tells the controller which", () => {
+      const files = deployArtifacts(
+        { resource },
+        { regenerate: "test", watchNamespaces: ["team-a", "team-b"] },
+      );
+      const text = (path: string) => files.find((file) => file.path === path)?.text ?? "";
+      const rbac = documents(text("rbac.yaml")) as Array<{
+        kind: string;
+        metadata: { name: string; namespace?: string };
+        roleRef?: { name: string };
+        rules?: Array<{ resources: string[] }>;
+      }>;
+      const bindings = rbac.filter((object) => object.kind.endsWith("Binding"));
+      expect(
+        bindings.map((b) => `${b.kind} ${b.metadata.namespace ?? ""} ${b.roleRef?.name}`).sort(),
+      ).toEqual([
+        "ClusterRoleBinding  lookups-controller-metrics-auth",
+        "RoleBinding lookups-system lookups-controller-leader-election",
+        "RoleBinding team-a lookups-controller",
+        "RoleBinding team-b lookups-controller",
+      ]);
+      const metricsAuth = rbac.find((object) => object.metadata.name === "lookups-controller-metrics-auth");
+      expect(metricsAuth?.rules?.flatMap((rule) => rule.resources)).toEqual([
+        "tokenreviews",
+        "subjectaccessreviews",
+      ]);
+      expect(containerOf(text("deployment.yaml")).env).toContainEqual({
+        name: "WATCH_NAMESPACES",
+        value: "team-a,team-b",
+      });
+      const defaults = documents(
+        deployArtifacts({ resource }, { regenerate: "test" }).find((file) => file.path === "rbac.yaml")
+          ?.text ?? "",
+      ) as Array<{ kind: string }>;
+      expect(defaults.filter((object) => object.kind === "ClusterRoleBinding")).toHaveLength(1);
+    });
+
+    it("refuses a --watch-namespaces value that is not namespaces, and a base image by a tag that moves", async () => {
+      const greeting = join(repoRoot, "examples", "getting-started", "greeting.ts");
+      const args = ["--module", greeting, "--export", "greetingKind", "-o", out];
+      await expect(deployArtifactsCommand([...args, "--watch-namespaces", "team-a,Team B"])).rejects.toThrow(
+        /--watch-namespaces "team-a,Team B": "Team B" is not a namespace name; give lower-case DNS labels/,
+      );
+      await expect(deployArtifactsCommand([...args, "--runtime-base", DefaultRuntimeBase])).rejects.toThrow(
+        /--runtime-base .*: a tag that can move; give the image by digest/,
+      );
+      await expect(
+        deployArtifactsCommand([...args, "--build-base", "node:24-bookworm-slim"]),
+      ).rejects.toThrow(/--build-base node:24-bookworm-slim: a tag that can move/);
+    });
+
+    it("builds on an exact Node release, opstask's own, and on a runtime base given by digest", async () => {
+      const ownBase = /^ARG BUILD_BASE=(.*)$/m.exec(readFileSync(join(repoRoot, "Dockerfile"), "utf8"))?.[1];
+      const pinned = `${DefaultRuntimeBase}@sha256:${"a".repeat(64)}`;
+      const dockerfile = controllerDockerfile("src/main.ts", { runtime: pinned });
+      expect(/^ARG BUILD_BASE=(.*)$/m.exec(dockerfile)?.[1]).toBe(ownBase);
+      expect(isPinnedImage(ownBase ?? "")).toBe(true);
+      expect(dockerfile).toContain(`ARG RUNTIME_BASE=${pinned}\n`);
+      expect(controllerDockerfile("src/main.ts")).toContain(
+        `--runtime-base ${DefaultRuntimeBase}@sha256:<digest>`,
+      );
+    });
   });
 
   it("says what is wrong with an export that is not a kind, and with a missing --module", async () => {

@@ -6,6 +6,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
+import { opstaskDependency } from "../../src/cli/init/opstask-dependency.ts";
 import { projectFiles } from "../../src/cli/init/project-files.ts";
 import { pluralOf } from "../../src/cli/init/project-names.ts";
 import { initCommand } from "../../src/cli/init-command.ts";
@@ -53,25 +54,74 @@ describe("opstask init", () => {
     expect(read("src/kind.ts")).toContain("export const backupPolicyKind = defineTaskKind({");
     expect(read("src/kind.ts")).toContain("  spec: BackupPolicySpec,\n");
     const manifest = JSON.parse(read("package.json"));
-    expect(manifest).toMatchObject({
-      name: "probe-operator",
-      type: "module",
-      dependencies: { opstask: "^0.1.0" },
-    });
+    expect(manifest).toMatchObject({ name: "probe-operator", type: "module" });
+    expect(manifest.dependencies.opstask).toMatch(/^file:/);
     expect(manifest.scripts.deploy).toContain("--export backupPolicyKind");
     expect(Object.keys(manifest.devDependencies)).toEqual(
       expect.arrayContaining(["vitest", "fast-check", "typescript", "@kubernetes/client-node"]),
     );
   });
 
-  it("takes opstask from a tarball path as a file: dependency", async () => {
+  it("takes opstask from a tarball path, copied into the project and named relatively", async () => {
     const tarball = join(dir, "opstask-9.9.9.tgz");
-    writeFileSync(tarball, "");
+    writeFileSync(tarball, "packed");
     const target = join(dir, "from-tarball");
     expect(await quietly([target, "--opstask", tarball])).toBe(0);
     expect(JSON.parse(readFileSync(join(target, "package.json"), "utf8")).dependencies.opstask).toBe(
-      `file:${tarball}`,
+      "file:vendor/opstask-9.9.9.tgz",
     );
+    expect(readFileSync(join(target, "vendor", "opstask-9.9.9.tgz"), "utf8")).toBe("packed");
+  });
+
+  describe("never from the npm registry, whose `opstask` is not this project's (issue 35, M9)", () => {
+    it("refuses a version range or a registry name, naming the option and the fix, and writes nothing", async () => {
+      for (const spec of ["^0.1.0", "latest", "opstask@0.1.0", "npm:opstask@^0.1.0"]) {
+        const target = join(dir, "from-registry");
+        expect(await optionError([target, "--opstask", spec])).toMatch(
+          new RegExp(
+            `^--opstask "${spec.replace(/[\^$.*+?()[\]{}|]/g, "\\$&")}": .*not this project's.*give the path of opstask's tarball`,
+          ),
+        );
+        expect(readdirSync(dir)).not.toContain("from-registry");
+      }
+      expect(await optionError([join(dir, "missing"), "--opstask", join(dir, "none.tgz")])).toMatch(
+        /no such file; give the path/,
+      );
+    });
+
+    it("links a checkout, and by default this opstask's own directory (no tarball packed beside it)", async () => {
+      const checkout = join(dir, "checkout");
+      mkdirSync(checkout);
+      writeFileSync(join(checkout, "package.json"), JSON.stringify({ name: "opstask", version: "0.1.0" }));
+      const linked = join(dir, "from-checkout");
+      expect(await quietly([linked, "--opstask", checkout])).toBe(0);
+      expect(JSON.parse(readFileSync(join(linked, "package.json"), "utf8")).dependencies.opstask).toBe(
+        `file:${checkout}`,
+      );
+      expect(await optionError([join(dir, "not-opstask"), "--opstask", dir])).toMatch(
+        /not opstask's tarball/,
+      );
+      expect(opstaskDependency(undefined, "0.1.0", checkout)).toEqual({ spec: `file:${checkout}` });
+      writeFileSync(join(checkout, "opstask-0.1.0.tgz"), "");
+      expect(opstaskDependency(undefined, "0.1.0", checkout)).toEqual({
+        spec: "file:vendor/opstask-0.1.0.tgz",
+        copy: { from: join(checkout, "opstask-0.1.0.tgz"), to: "vendor/opstask-0.1.0.tgz" },
+      });
+    });
+
+    it("tells to install with --ignore-scripts, in its output and the project's README", async () => {
+      const target = join(dir, "install-line");
+      const stdout = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
+      try {
+        expect(await initCommand([target])).toBe(0);
+        expect(stdout.mock.calls.join("")).toContain(
+          `cd ${target} && npm install --ignore-scripts && npm test`,
+        );
+      } finally {
+        stdout.mockRestore();
+      }
+      expect(readFileSync(join(target, "README.md"), "utf8")).toMatch(/^npm install --ignore-scripts/m);
+    });
   });
 
   it("names the option and the fix for a bad name, and writes nothing", async () => {

@@ -204,7 +204,15 @@ describe("recoverFromQuorumLoss on the lab's 3-member etcd cluster", () => {
       const custom = kubeConfig.makeApiClient(CustomObjectsApi);
       const druid = startDruidStandIn(kubeConfig, etcd.spec, say);
       try {
-        await applyManifests(kubeConfig, renderKustomization(join(deployDir, "quorum-recovery")));
+        // The recovery's RBAC is bound per namespace (deploy/quorum-recovery/rolebindings.yaml): bound
+        // here in the lab's Etcd namespace, as its README says to add one.
+        const recoveryRbac = renderKustomization(join(deployDir, "quorum-recovery"));
+        const binding = recoveryRbac.find((object) => object.kind === "RoleBinding");
+        if (binding === undefined) throw new Error("deploy/quorum-recovery/ has no RoleBinding");
+        await applyManifests(kubeConfig, [
+          ...recoveryRbac.filter((object) => object.kind !== "RoleBinding"),
+          { ...binding, metadata: { ...binding.metadata, namespace } },
+        ]);
 
         // Data, and a full snapshot of it in the store.
         const keys = Array.from({ length: 5 }, (_, i) => [

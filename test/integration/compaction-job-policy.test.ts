@@ -555,6 +555,14 @@ describe("the compaction Job policy (deploy/compaction-job-policy.yaml)", () => 
       /requests at most 600m CPU and 3Gi memory/,
     ],
     [
+      // The pod's memory request would default to its 8Gi limit (issue 35, L9).
+      "a memory limit and no memory request",
+      (pod) => {
+        container(pod).resources = { requests: { cpu: "600m" }, limits: { memory: "8Gi" } };
+      },
+      /a memory request is required/,
+    ],
+    [
       "no memory limit",
       (pod) => {
         container(pod).resources = { requests: { cpu: "600m", memory: "3Gi" } };
@@ -698,6 +706,33 @@ describe("the compaction Job policy (deploy/compaction-job-policy.yaml)", () => 
       refusedField("spec.template.spec.serviceAccountName"),
     ],
     [
+      // A finalizer the controller never removes keeps the Job, and its pods' history, for ever (L9).
+      "a finalizer on the Job",
+      (_pod, job) => {
+        job.metadata = { ...job.metadata, finalizers: ["example.com/keep"] };
+      },
+      refusedField("metadata.finalizers"),
+    ],
+    [
+      "a credentials variable pointing elsewhere",
+      (pod) => {
+        container(pod).env = [
+          ...(container(pod).env ?? []),
+          { name: "AWS_APPLICATION_CREDENTIALS", value: "/var/etcd/data/forged" },
+        ];
+      },
+      /store variables hold the handler's values/,
+    ],
+    [
+      "a HOME outside the Local store's",
+      (pod) => {
+        container(pod).env = (container(pod).env ?? []).map((e) =>
+          e.name === "HOME" ? { ...e, value: "/tmp" } : e,
+        );
+      },
+      /store variables hold the handler's values/,
+    ],
+    [
       "no owner task",
       (_pod, job) => {
         job.metadata = { ...job.metadata, ownerReferences: [] };
@@ -732,6 +767,42 @@ describe("the compaction Job policy (deploy/compaction-job-policy.yaml)", () => 
       expect(refused.message).toMatch(message);
     },
   );
+
+  describe("an ECS store's variables come from its Secret's keys (issue 35, L9)", () => {
+    const ecs = () => handlerJob({ store: { provider: "dell", prefix: "p", secretRef: "ecs" } });
+    const setEnv = (job: V1Job, name: string, value: Record<string, unknown>) =>
+      changed(job, (pod) => {
+        container(pod).env = (container(pod).env ?? []).map((e) =>
+          e.name === name ? { name, ...value } : e,
+        );
+      });
+    it("admits the handler's ECS Job", async () => {
+      expect(await create(asController, await ecs())).toEqual(admitted);
+    });
+    it.each([
+      [
+        "ECS_ENDPOINT as a literal of the controller's choosing",
+        "ECS_ENDPOINT",
+        { value: "https://attacker.example" },
+      ],
+      [
+        "ECS_ENDPOINT from another key of the Secret",
+        "ECS_ENDPOINT",
+        { valueFrom: { secretKeyRef: { name: "ecs", key: "accessKeyID" } } },
+      ],
+      [
+        "ECS_ENDPOINT from another Secret",
+        "ECS_ENDPOINT",
+        { valueFrom: { secretKeyRef: { name: "attacker-endpoint", key: "endpoint" } } },
+      ],
+      ["ECS_ACCESS_KEY_ID as a literal", "ECS_ACCESS_KEY_ID", { value: "AKIA-attacker" }],
+    ])("refuses %s", async (_what, name, value) => {
+      const refused = await create(asController, setEnv(await ecs(), name, value));
+      expect(refused.code).toBe(403);
+      expect(refused.message).toMatch(policyName);
+      expect(refused.message).toMatch(/store variables hold the handler's values/);
+    });
+  });
 
   it("lets the ServiceAccount delete compaction Jobs only", async () => {
     const batch = admin.makeApiClient(BatchV1Api);

@@ -94,13 +94,14 @@ describe("the generated RBAC of a kind's controller", () => {
   afterAll(() => plane?.stop());
 
   /** The controller as deployed: the ServiceAccount's token, leader election in its namespace. */
-  const startController = async () => {
-    const token = await plane.serviceAccountToken(identity.namespace, identity.name, { create: false });
+  const startController = async (as = identity) => {
+    const token = await plane.serviceAccountToken(as.namespace, as.name, { create: false });
     controller = await runTaskController({
       kind: lookupKind,
       handlers,
       kubeConfig: plane.kubeClient(token),
-      leaderElection: { name: identity.leaseName, namespace: identity.namespace },
+      leaderElection: { name: as.leaseName, namespace: as.namespace },
+      ...(as.watchNamespaces === undefined ? {} : { namespace: as.watchNamespaces }),
       timing: { backoffCapMs: 1_000 },
       logLevel: "none",
     });
@@ -123,12 +124,12 @@ describe("the generated RBAC of a kind's controller", () => {
     return (body as { status?: { state?: string; lastOperation?: { description?: string } } }).status;
   };
   /** Whether the ServiceAccount may do `verb` on `resource` in `namespace` (kubectl auth can-i). */
-  const canI = async (verb: string, resource: string, apiGroup: string) => {
-    const token = await plane.serviceAccountToken(identity.namespace, identity.name, { create: false });
+  const canI = async (verb: string, resource: string, apiGroup: string, as = identity, where = namespace) => {
+    const token = await plane.serviceAccountToken(as.namespace, as.name, { create: false });
     const { body } = await plane.kubeClient(token).request({
       method: "POST",
       path: "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-      body: { spec: { resourceAttributes: { namespace, verb, group: apiGroup, resource } } },
+      body: { spec: { resourceAttributes: { namespace: where, verb, group: apiGroup, resource } } },
     });
     return (body as { status?: { allowed?: boolean } }).status?.allowed === true;
   };
@@ -142,6 +143,29 @@ describe("the generated RBAC of a kind's controller", () => {
     });
     expect(status.lastOperation?.description).toBe("ConfigMap settings found");
     expect(running.leading()).toBe(true);
+    expect(running.requests.snapshot().filter((request) => request.code === 403)).toEqual([]);
+  });
+
+  it("with --watch-namespaces, grants the rules in those namespaces only: the controller works there, is refused elsewhere (issue 35, L8)", async () => {
+    const other = await plane.createNamespace("lookups-other");
+    const options = { name: "lookups-scoped", watchNamespaces: [namespace] };
+    const scoped = deployArtifacts(lookupKind, { regenerate: "test", ...options });
+    const scopedText = (path: string) => scoped.find((file) => file.path === path)?.text ?? "";
+    await plane.apply(scopedText("serviceaccount.yaml"));
+    await plane.apply(scopedText("rbac.yaml"));
+    const as = identityOf(lookupKind.resource, options);
+    await waitFor("the RoleBinding to take effect", async () =>
+      (await canI("list", "lookups", group, as)) ? true : undefined,
+    );
+    expect(await canI("list", "lookups", group, as, other)).toBe(false);
+    expect(await canI("get", "configmaps", "", as, other)).toBe(false);
+    expect(await canI("list", "lookups", group, as, "")).toBe(false);
+
+    const running = await startController(as);
+    await create("scoped");
+    await waitFor("scoped to succeed", async () =>
+      (await stateOf("scoped"))?.state === "Succeeded" ? true : undefined,
+    );
     expect(running.requests.snapshot().filter((request) => request.code === 403)).toEqual([]);
   });
 

@@ -24,6 +24,7 @@ import { makeKubernetesQuorumCluster } from "../../src/etcd/recover-from-quorum-
 import { loadKubeClient } from "../../src/kube/kubeconfig-loader.ts";
 import { kubeOwnTask } from "../../src/runtime/handler-context-kube.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
+import { etcdStatefulSet, memberClaim } from "../support/etcd-member-objects.ts";
 import { captureTaskIo } from "../support/task-io.ts";
 
 const crds = readdirSync(join(repoRoot, "deploy", "crds"))
@@ -86,29 +87,9 @@ describe("quorum-loss recovery against a real kube-apiserver", () => {
     const apps = kc.makeApiClient(AppsV1Api);
     const core = kc.makeApiClient(CoreV1Api);
     const coordination = kc.makeApiClient(CoordinationV1Api);
-    await apps.createNamespacedStatefulSet({
-      namespace,
-      body: {
-        metadata: { name: etcd },
-        spec: {
-          replicas: 3,
-          serviceName: `${etcd}-peer`,
-          selector: { matchLabels: { app: etcd } },
-          template: {
-            metadata: { labels: { app: etcd } },
-            spec: { containers: [{ name: "etcd", image: "example.invalid/etcd:0" }] },
-          },
-        },
-      },
-    });
+    await apps.createNamespacedStatefulSet({ namespace, body: etcdStatefulSet(etcd) });
     const claim = (name: string, labels: Record<string, string>) =>
-      core.createNamespacedPersistentVolumeClaim({
-        namespace,
-        body: {
-          metadata: { name, labels },
-          spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
-        },
-      });
+      core.createNamespacedPersistentVolumeClaim({ namespace, body: memberClaim(name, labels) });
     for (const ordinal of [0, 1, 2]) await claim(`data-${etcd}-${ordinal}`, volumeLabels(etcd));
     await claim("someone-elses", { "app.kubernetes.io/part-of": "other" });
     for (const ordinal of [0, 1, 2])

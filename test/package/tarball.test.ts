@@ -387,7 +387,13 @@ describe("a project written by opstask init", () => {
       },
     );
     expect(written.stdout).toContain("three places");
-    await inScaffold("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund"], { timeout: 300_000 });
+    // As its README says: no package's install scripts run.
+    await inScaffold("npm", ["install", "--ignore-scripts", "--prefer-offline", "--no-audit", "--no-fund"], {
+      timeout: 300_000,
+    });
+    expect(JSON.parse(readFileSync(join(scaffold, "package.json"), "utf8")).dependencies.opstask).toBe(
+      `file:vendor/opstask-${manifest.version}.tgz`,
+    );
   }, 360_000);
 
   it("takes a second config member in the three places its README names, the compiler holding it to them", async () => {

@@ -56,6 +56,10 @@ export const controllerDeployment = (
                   name: "POD_NAMESPACE",
                   valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
                 },
+                // runTaskController's `namespace`: where its RoleBindings grant it its rules.
+                ...(identity.watchNamespaces === undefined
+                  ? []
+                  : [{ name: "WATCH_NAMESPACES", value: identity.watchNamespaces.join(",") }]),
               ],
               ports: [
                 { name: "metrics", containerPort: metricsPort, protocol: "TCP" },

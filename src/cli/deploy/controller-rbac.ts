@@ -3,7 +3,12 @@
  * finalizer is a metadata PATCH, a task past its TTL is DELETEd, status is PATCHed on its subresource,
  * one Event is CREATEd per state change, the leader-election Lease is created, read and renewed, and
  * secure metrics ask the API server to review tokens. Plus the rules the kind declares for its
- * handlers (`rbacRules`). Nothing else: a test runs the controller under exactly these rules.
+ * handlers (`rbacRules`), which may not hold wildcards. Nothing else: a test runs the controller under
+ * exactly these rules.
+ *
+ * Bound cluster-wide by default; with `watchNamespaces`, by a RoleBinding in each of them instead (the
+ * controller then watches those only), and only the reviews of secure metrics, which are
+ * cluster-scoped, stay bound cluster-wide.
  */
 import type { PolicyRule } from "../../api/policy-rule.ts";
 import type { ResourceRef } from "../../reconcile/task-kind.ts";
@@ -16,12 +21,53 @@ export interface ControllerIdentity {
   readonly leaseName: string;
   /** Secure metrics (TokenReview and SubjectAccessReview of each scrape). */
   readonly secureMetrics: boolean;
+  /** The namespaces the controller watches and is granted its rules in; absent: all, cluster-wide. */
+  readonly watchNamespaces?: ReadonlyArray<string>;
 }
+
+/** What a wildcard in each field of a rule grants, and an example of what to list instead. */
+const wildcardFields = {
+  apiGroups: { grants: "API group", instead: '[""]' },
+  resources: { grants: "resource", instead: '["configmaps"]' },
+  verbs: { grants: "verb", instead: '["get"]' },
+} as const;
+
+/**
+ * The first wildcard in a kind's `rbacRules`, as what to fix. A `*` grants every verb, resource or
+ * group, those the API server adds later included, to whoever holds the controller's token.
+ */
+export const rbacRulesWildcard = (rules: ReadonlyArray<PolicyRule>): string | undefined => {
+  for (const [index, rule] of rules.entries())
+    for (const [field, { grants, instead }] of Object.entries(wildcardFields)) {
+      const wild = rule[field as keyof typeof wildcardFields].find(
+        (value) => value === "*" || value.split("/").includes("*"),
+      );
+      if (wild !== undefined)
+        return `rbacRules[${index}].${field}: ${JSON.stringify(wild)} grants every ${grants} to whoever holds the controller's token; list the ${field} the handlers use (e.g. ${instead})`;
+    }
+  return undefined;
+};
 
 export const labelsOf = (name: string) => ({
   "app.kubernetes.io/name": name,
   "app.kubernetes.io/component": "controller",
 });
+
+/** The reviews of secure metrics: cluster-scoped resources, so bound cluster-wide in either mode. */
+const metricsAuthRules: ReadonlyArray<PolicyRule> = [
+  {
+    apiGroups: ["authentication.k8s.io"],
+    resources: ["tokenreviews"],
+    verbs: ["create"],
+    reason: "Secure metrics: the bearer token of each scrape is reviewed by the API server.",
+  },
+  {
+    apiGroups: ["authorization.k8s.io"],
+    resources: ["subjectaccessreviews"],
+    verbs: ["create"],
+    reason: "Secure metrics: the scraper must be allowed `get` on the /metrics path.",
+  },
+];
 
 /** The ClusterRole's rules, each with the reason written above it. */
 export const controllerRules = (
@@ -48,22 +94,7 @@ export const controllerRules = (
     verbs: ["create"],
     reason: "One Event per state change of a task, in the task's namespace.",
   },
-  ...(secureMetrics
-    ? [
-        {
-          apiGroups: ["authentication.k8s.io"],
-          resources: ["tokenreviews"],
-          verbs: ["create"],
-          reason: "Secure metrics: the bearer token of each scrape is reviewed by the API server.",
-        },
-        {
-          apiGroups: ["authorization.k8s.io"],
-          resources: ["subjectaccessreviews"],
-          verbs: ["create"],
-          reason: "Secure metrics: the scraper must be allowed `get` on the /metrics path.",
-        },
-      ]
-    : []),
+  ...(secureMetrics ? metricsAuthRules : []),
   ...handlerRules.map((rule) => ({
     ...rule,
     reason: `Declared by the kind (rbacRules): ${rule.reason ?? "no reason given"}`,
@@ -94,13 +125,20 @@ const ruleObject = (rule: PolicyRule) => ({
   verbs: [...rule.verbs],
 });
 
+/** A role and what binds it, with the reasons of its rules in order (for comments). */
+export interface BoundRole {
+  readonly role: Record<string, unknown>;
+  readonly reasons: ReadonlyArray<string>;
+  readonly bindings: ReadonlyArray<Record<string, unknown>>;
+}
+
 export interface RbacObjects {
-  readonly clusterRole: Record<string, unknown>;
-  readonly clusterRoleBinding: Record<string, unknown>;
-  readonly leaseRole: Record<string, unknown>;
-  readonly leaseRoleBinding: Record<string, unknown>;
-  /** The reasons of the ClusterRole's and the Lease Role's rules, in order (for comments). */
-  readonly reasons: { readonly cluster: ReadonlyArray<string>; readonly lease: ReadonlyArray<string> };
+  /** The ClusterRole of the controller's rules, bound cluster-wide or in each watched namespace. */
+  readonly cluster: BoundRole;
+  /** Secure metrics' reviews, when the rules are bound per namespace (else in `cluster`). */
+  readonly metricsAuth?: BoundRole;
+  /** The leader-election Lease's Role, in the controller's namespace. */
+  readonly lease: BoundRole;
 }
 
 export const controllerRbac = (
@@ -108,41 +146,61 @@ export const controllerRbac = (
   handlerRules: ReadonlyArray<PolicyRule>,
   identity: ControllerIdentity,
 ): RbacObjects => {
-  const cluster = controllerRules(resource, handlerRules, identity.secureMetrics);
+  const namespaced = identity.watchNamespaces !== undefined;
+  const cluster = controllerRules(resource, handlerRules, identity.secureMetrics && !namespaced);
   const lease = leaseRules(identity.leaseName);
   const labels = labelsOf(identity.name);
-  const subject = { kind: "ServiceAccount", name: identity.name, namespace: identity.namespace };
+  const subjects = [{ kind: "ServiceAccount", name: identity.name, namespace: identity.namespace }];
+  const rbac = "rbac.authorization.k8s.io/v1";
+  const clusterRole = (name: string, rules: ReadonlyArray<PolicyRule>) => ({
+    apiVersion: rbac,
+    kind: "ClusterRole",
+    metadata: { name, labels },
+    rules: rules.map(ruleObject),
+  });
+  const clusterRoleBinding = (name: string) => ({
+    apiVersion: rbac,
+    kind: "ClusterRoleBinding",
+    metadata: { name, labels },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+    subjects,
+  });
+  const roleBinding = (name: string, namespace: string, roleKind: "Role" | "ClusterRole") => ({
+    apiVersion: rbac,
+    kind: "RoleBinding",
+    metadata: { name, namespace, labels },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: roleKind, name },
+    subjects,
+  });
   const leaseRoleName = `${identity.name}-leader-election`;
+  const metricsName = `${identity.name}-metrics-auth`;
   return {
-    clusterRole: {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: identity.name, labels },
-      rules: cluster.map(ruleObject),
+    cluster: {
+      role: clusterRole(identity.name, cluster),
+      reasons: cluster.map((rule) => rule.reason ?? ""),
+      bindings:
+        identity.watchNamespaces === undefined
+          ? [clusterRoleBinding(identity.name)]
+          : identity.watchNamespaces.map((namespace) => roleBinding(identity.name, namespace, "ClusterRole")),
     },
-    clusterRoleBinding: {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: identity.name, labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: identity.name },
-      subjects: [subject],
-    },
-    leaseRole: {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "Role",
-      metadata: { name: leaseRoleName, namespace: identity.namespace, labels },
-      rules: lease.map(ruleObject),
-    },
-    leaseRoleBinding: {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: { name: leaseRoleName, namespace: identity.namespace, labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: leaseRoleName },
-      subjects: [subject],
-    },
-    reasons: {
-      cluster: cluster.map((rule) => rule.reason ?? ""),
-      lease: lease.map((rule) => rule.reason ?? ""),
+    ...(namespaced && identity.secureMetrics
+      ? {
+          metricsAuth: {
+            role: clusterRole(metricsName, metricsAuthRules),
+            reasons: metricsAuthRules.map((rule) => rule.reason ?? ""),
+            bindings: [clusterRoleBinding(metricsName)],
+          },
+        }
+      : {}),
+    lease: {
+      role: {
+        apiVersion: rbac,
+        kind: "Role",
+        metadata: { name: leaseRoleName, namespace: identity.namespace, labels },
+        rules: lease.map(ruleObject),
+      },
+      reasons: lease.map((rule) => rule.reason ?? ""),
+      bindings: [roleBinding(leaseRoleName, identity.namespace, "Role")],
     },
   };
 };

@@ -7,8 +7,8 @@ import { Document, isNode } from "yaml";
 import type { PolicyRule } from "../../api/policy-rule.ts";
 import type { ResourceRef } from "../../reconcile/task-kind.ts";
 import { controllerDeployment } from "./controller-deployment.ts";
-import { controllerDockerfile } from "./controller-dockerfile.ts";
-import { type ControllerIdentity, controllerRbac, labelsOf } from "./controller-rbac.ts";
+import { controllerDockerfile, type DockerfileBases } from "./controller-dockerfile.ts";
+import { type BoundRole, type ControllerIdentity, controllerRbac, labelsOf } from "./controller-rbac.ts";
 
 export interface DeployArtifactsInput {
   readonly resource: ResourceRef;
@@ -26,8 +26,12 @@ export interface DeployArtifactsOptions {
   readonly image?: string;
   /** Secure metrics on :8443 (default true). */
   readonly secureMetrics?: boolean;
+  /** Watch and be granted the rules in these namespaces only, by RoleBindings (default: all). */
+  readonly watchNamespaces?: ReadonlyArray<string>;
   /** The program the image runs (default "main.ts"). */
   readonly main?: string;
+  /** The Dockerfile's bases (each pinned: controller-dockerfile.ts). */
+  readonly bases?: DockerfileBases;
   /** The command that regenerates the files, named in their headers. */
   readonly regenerate: string;
 }
@@ -44,6 +48,7 @@ export const identityOf = (resource: ResourceRef, options: Omit<DeployArtifactsO
     namespace: options.namespace ?? `${resource.plural}-system`,
     leaseName: options.leaseName ?? name,
     secureMetrics: options.secureMetrics ?? true,
+    ...(options.watchNamespaces === undefined ? {} : { watchNamespaces: options.watchNamespaces }),
   } satisfies ControllerIdentity;
 };
 
@@ -68,6 +73,12 @@ const yamlOf = (
       return document.toString({ lineWidth: 0, indentSeq: true });
     })
     .join("---\n")}`;
+
+/** A role's documents: the role, its rules under their reasons, then its bindings. */
+const roleDocuments = ({ role, reasons, bindings }: BoundRole) => [
+  { object: role, reasons },
+  ...bindings.map((object) => ({ object })),
+];
 
 export const deployArtifacts = (
   kind: DeployArtifactsInput,
@@ -101,19 +112,18 @@ export const deployArtifacts = (
     {
       path: "rbac.yaml",
       text: yamlOf(
-        `${generated}\nExactly the requests the controller makes (no wildcards), and the rules the kind declares\nfor its handlers (rbacRules). The Lease rules hold in the controller's namespace only.`,
+        `${generated}\nExactly the requests the controller makes (no wildcards), and the rules the kind declares\nfor its handlers (rbacRules). ${identity.watchNamespaces === undefined ? "They hold cluster-wide (--watch-namespaces binds them per namespace instead)" : `They hold in ${identity.watchNamespaces.join(", ")} only, one RoleBinding each; secure metrics' reviews are cluster-scoped`}.\nThe Lease rules hold in the controller's namespace only.`,
         [
-          { object: rbac.clusterRole, reasons: rbac.reasons.cluster },
-          { object: rbac.clusterRoleBinding },
-          { object: rbac.leaseRole, reasons: rbac.reasons.lease },
-          { object: rbac.leaseRoleBinding },
+          ...roleDocuments(rbac.cluster),
+          ...(rbac.metricsAuth === undefined ? [] : roleDocuments(rbac.metricsAuth)),
+          ...roleDocuments(rbac.lease),
         ],
       ),
     },
     {
       path: "deployment.yaml",
       text: yamlOf(
-        `${generated}\nThe image runs ${main}, which must call runTaskController with\n  leaderElection: { name: process.env.LEADER_ELECTION_ID, namespace: process.env.POD_NAMESPACE },\n  probes: "0.0.0.0:8081"${identity.secureMetrics ? ', metrics: { address: "0.0.0.0:8443" }' : ""}\nNODE_OPTIONS and MALLOC_ARENA_MAX are the flagship's memory settings (opstask's deploy/deployment.yaml\nsays why each); the image adds --optimize-for-size on node's command line.`,
+        `${generated}\nThe image runs ${main}, which must call runTaskController with\n  leaderElection: { name: process.env.LEADER_ELECTION_ID, namespace: process.env.POD_NAMESPACE },\n${identity.watchNamespaces === undefined ? "" : '  namespace: process.env.WATCH_NAMESPACES?.split(","),\n'}  probes: "0.0.0.0:8081"${identity.secureMetrics ? ', metrics: { address: "0.0.0.0:8443" }' : ""}\nNODE_OPTIONS and MALLOC_ARENA_MAX are the flagship's memory settings (opstask's deploy/deployment.yaml\nsays why each); the image adds --optimize-for-size on node's command line.`,
         [{ object: controllerDeployment(identity, image) }],
       ),
     },
@@ -132,6 +142,6 @@ export const deployArtifacts = (
         ],
       ),
     },
-    { path: "Dockerfile", text: controllerDockerfile(main) },
+    { path: "Dockerfile", text: controllerDockerfile(main, options.bases) },
   ];
 };

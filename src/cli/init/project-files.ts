@@ -57,7 +57,7 @@ const need = (versions: Readonly<Record<string, string>> | undefined, name: stri
   return version;
 };
 
-/** The project's package.json: opstask as `dependency` (a version range or a `file:` tarball). */
+/** The project's package.json: opstask as `dependency` (a `file:` path, opstask-dependency.ts). */
 export const projectManifest = (
   names: ProjectNames,
   opstask: OpstaskManifest,
