@@ -30,15 +30,18 @@ import { withFieldManager } from "../kube/field-manager.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
 import { isKubeObject, type KubeObject, objectKey } from "../kube/object.ts";
 import { RequestCounter } from "../kube/request-metrics.ts";
+import { DefaultMaxTaskBytes, oversizedOf } from "../reconcile/oversized-task.ts";
 import type { TaskKind } from "../reconcile/task-kind.ts";
 import { type Informer, makeInformer } from "../runtime/informer.ts";
 import { makeWorkQueue } from "../runtime/work-queue.ts";
 import { decide, refusedByGuard, type ScheduleDecision } from "./decide.ts";
 import type { ScheduleGuard } from "./guard.ts";
-import { type ObservedRun, observeRun } from "./observed-run.ts";
+import type { ObservedRun } from "./observed-run.ts";
 import { notReady } from "./ready-condition.ts";
 import { rfc3339, scheduleLabel } from "./run-names.ts";
 import { runObject } from "./run-object.ts";
+import { runCacheKeep, scheduleBoundOf, scheduleCacheKeep } from "./schedule-cache.ts";
+import { scheduleRuns } from "./schedule-runs.ts";
 import { scheduleResource, type TaskSchedule, TaskScheduleSchema } from "./schedule-spec.ts";
 import type { ScheduleStatus } from "./schedule-status.ts";
 
@@ -58,6 +61,11 @@ export interface ScheduleControllerOptions {
   /** Field manager of the schedule controller's writes (default `opstask`). */
   readonly fieldManager?: string;
   readonly counter?: RequestCounter;
+  /**
+   * The task controller's bound on one task (`--max-task-bytes`, default 64 KiB): a run is cached
+   * within it, a schedule within twice it (schedule-cache.ts).
+   */
+  readonly maxTaskBytes?: number;
   readonly logLevel?: "debug" | "info" | "warn" | "error" | "none";
   /**
    * Told after every pass over a schedule what the cache holds of it then (its status as just written),
@@ -85,6 +93,8 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error", 
 
 const apiVersionOf = (kind: ScheduleTarget["kind"]) => `${kind.resource.group}/${kind.resource.version}`;
 
+const kib = (bytes: number): string => `${Math.ceil(bytes / 1024).toLocaleString("en-US")} KiB`;
+
 export const runScheduleController = async (
   options: ScheduleControllerOptions,
 ): Promise<ScheduleController> => {
@@ -93,6 +103,7 @@ export const runScheduleController = async (
   const counter = options.counter ?? new RequestCounter();
   const settings: RequestSettings = { counter, timeout: Duration.seconds(30) };
   const now = options.now ?? Date.now;
+  const maxTaskBytes = options.maxTaskBytes ?? DefaultMaxTaskBytes;
   const scope = Scope.makeUnsafe();
   /** Due times on Effect's clock, per schedule key. */
   const dueTimes = new Map<string, number>();
@@ -105,8 +116,10 @@ export const runScheduleController = async (
       kubeConfig: client,
       resource: scheduleResource,
       counter,
+      keep: scheduleCacheKeep(maxTaskBytes),
       ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
     });
+    const keepRun = runCacheKeep(maxTaskBytes);
     const runInformers = new Map<ScheduleTarget, Informer>();
     for (const target of options.targets)
       runInformers.set(
@@ -116,6 +129,7 @@ export const runScheduleController = async (
           resource: target.kind.resource,
           counter,
           labelSelector: scheduleLabel,
+          keep: keepRun,
           ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
         }),
       );
@@ -166,24 +180,15 @@ export const runScheduleController = async (
       informer: Informer,
       clockNow: number,
     ): ObservedRun[] => {
-      const seen = informer
-        .list(schedule.metadata.namespace)
-        .filter((run) => {
-          const labels = run.metadata.labels as Record<string, string> | undefined;
-          const owners = run.metadata.ownerReferences as ReadonlyArray<{ readonly uid?: string }> | undefined;
-          return (
-            labels?.[scheduleLabel] === schedule.metadata.name &&
-            (owners ?? []).some((owner) => owner.uid === schedule.metadata.uid)
-          );
-        })
-        .flatMap((run) => {
+      const seen = scheduleRuns(
+        schedule.metadata,
+        informer.list(schedule.metadata.namespace),
+        (run) => {
           const status = decodeRunStatus(run);
-          const observed = observeRun(
-            run.metadata as Parameters<typeof observeRun>[0],
-            Result.isSuccess(status) ? status.success.status : undefined,
-          );
-          return observed === undefined ? [] : [observed];
-        });
+          return Result.isSuccess(status) ? status.success.status : undefined;
+        },
+        clockNow,
+      );
       const pending = expected.get(key);
       if (pending === undefined) return seen;
       for (const [name, entry] of pending)
@@ -315,6 +320,14 @@ export const runScheduleController = async (
         }
         const clockNow = now();
         const previous = (object.status ?? {}) as ScheduleStatus;
+        const oversized = oversizedOf(object);
+        if (oversized !== undefined) {
+          const message = `the TaskSchedule holds about ${kib(oversized.bytes)} (spec, status and the metadata the controller reads), over the controller's limit of ${kib(scheduleBoundOf(maxTaskBytes))} (twice --max-task-bytes): make spec.taskTemplate smaller, or raise --max-task-bytes`;
+          if (oversized.actionable)
+            yield* writeStatus(object, notReady(previous, clockNow, "TooLarge", message));
+          else yield* Effect.logWarning("schedule too large to write a status to; left alone");
+          return yield* requeue(key, clockNow, undefined);
+        }
         const decoded = decodeSchedule(object);
         if (Result.isFailure(decoded)) {
           yield* writeStatus(
@@ -441,6 +454,11 @@ export const runScheduleController = async (
         },
       },
     });
+    // No decision before every cache holds its first LIST: a schedule decided on a run cache not yet
+    // filled sees no run and would create one (its changes, subscribed now, start with every cached
+    // object, so none is missed).
+    yield* schedules.synced;
+    for (const informer of runInformers.values()) yield* informer.synced;
     yield* schedules.changes.pipe(
       Stream.runForEach((change) => queue.add(change.key)),
       Effect.forkScoped,
@@ -460,8 +478,6 @@ export const runScheduleController = async (
     const context = yield* Effect.context<never>();
     enqueueAll = () =>
       Effect.runPromiseWith(context)(Effect.forEach(schedules.keys(), queue.add, { discard: true }));
-    yield* schedules.synced;
-    for (const informer of runInformers.values()) yield* informer.synced;
   }).pipe(
     Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel ?? "info"]),
     Effect.provide(Logger.layer(options.logLevel === "none" ? [] : [Logger.consoleJson])),
