@@ -4,7 +4,7 @@
  * client). A pass decodes a schedule, checks its template with the target kind's decoder, reads its runs,
  * `decide`s (decide.ts), asks the guard when a run is due, and performs: the status first, then the create
  * (AlreadyExists: another decider got there), then the deletions; a failed create writes the previous
- * status back so the time is tried again. Time comes from `now`; the queue's timers run on real time.
+ * status back so the time is tried again, after a backoff. Time comes from `now`; the queue's timers run on real time.
  */
 import { isDeepStrictEqual } from "node:util";
 import * as Cause from "effect/Cause";
@@ -30,8 +30,11 @@ import { withFieldManager } from "../kube/field-manager.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
 import { isKubeObject, type KubeObject, objectKey } from "../kube/object.ts";
 import { RequestCounter } from "../kube/request-metrics.ts";
+import { backoffDelayMs } from "../machine/backoff.ts";
+import { druidTiming } from "../reconcile/defaults.ts";
 import { DefaultMaxTaskBytes, oversizedOf } from "../reconcile/oversized-task.ts";
 import type { TaskKind } from "../reconcile/task-kind.ts";
+import { randomJitter } from "../runtime/backoff-jitter.ts";
 import { type Informer, makeInformer } from "../runtime/informer.ts";
 import { makeWorkQueue } from "../runtime/work-queue.ts";
 import { decide, refusedByGuard, type ScheduleDecision } from "./decide.ts";
@@ -107,11 +110,18 @@ export const runScheduleController = async (
   const scope = Scope.makeUnsafe();
   /** Due times on Effect's clock, per schedule key. */
   const dueTimes = new Map<string, number>();
+  /**
+   * Schedules whose last create was refused: how many times in a row, and until when (Effect's clock)
+   * no create is tried again. Each refused create writes the status twice, and each write brings the
+   * schedule back through the queue: without this, a refusing apiserver sees a create per round trip.
+   */
+  const refusedCreates = new Map<string, { readonly retries: number; readonly until: number }>();
   /** Runs this controller created that the cache may not show yet, per schedule key. */
   const expected = new Map<string, Map<string, { readonly run: ObservedRun; readonly until: number }>>();
   let enqueueAll: () => Promise<void> = async () => undefined;
 
   const program = Effect.gen(function* () {
+    const jitter = yield* randomJitter;
     const schedules = yield* makeInformer({
       kubeConfig: client,
       resource: scheduleResource,
@@ -220,13 +230,23 @@ export const runScheduleController = async (
               () => Effect.logInfo("run exists already (another decider created it)").pipe(Effect.as(false)),
             ),
             Effect.tapError(() =>
-              // The status said the time was handled; take that back so the time is tried again.
+              // The status said the time was handled; take that back so the time is tried again,
+              // after a backoff as the task controller's writes have (base · 2^retries, jittered).
+              Effect.gen(function* () {
+                const retries = refusedCreates.get(key)?.retries ?? 0;
+                const delay = jitter(backoffDelayMs(druidTiming, retries));
+                const at = yield* Clock.currentTimeMillis;
+                refusedCreates.set(key, { retries: retries + 1, until: at + delay });
+              }),
+            ),
+            Effect.tapError(() =>
               writeStatus(
                 { ...object, status: decision.status },
                 (object.status ?? {}) as ScheduleStatus,
               ).pipe(Effect.ignore),
             ),
           );
+          refusedCreates.delete(key);
           if (created) {
             const pending = expected.get(key) ?? new Map();
             pending.set(create.name, {
@@ -316,6 +336,7 @@ export const runScheduleController = async (
         if (object === undefined) {
           dueTimes.delete(key);
           expected.delete(key);
+          refusedCreates.delete(key);
           return;
         }
         const clockNow = now();
@@ -421,12 +442,20 @@ export const runScheduleController = async (
                 );
           if (!verdict.allow) decision = refusedByGuard(schedule.status ?? {}, decision, verdict.reason);
         }
+        const refused = refusedCreates.get(key);
+        if (decision.create !== undefined && refused !== undefined) {
+          const wait = refused.until - (yield* Clock.currentTimeMillis);
+          if (wait > 0) return yield* requeue(key, clockNow, clockNow + wait);
+        }
         const performed = yield* Effect.exit(perform(key, object, schedule, decision, target));
         if (Exit.isFailure(performed)) {
           yield* Effect.logWarning("schedule pass failed; trying again").pipe(
             Effect.annotateLogs({ cause: Cause.pretty(performed.cause) }),
           );
-          return yield* requeue(key, clockNow, clockNow + retryAfterErrorMs);
+          const backoff = refusedCreates.get(key);
+          const wait =
+            backoff === undefined ? retryAfterErrorMs : backoff.until - (yield* Clock.currentTimeMillis);
+          return yield* requeue(key, clockNow, clockNow + Math.max(0, wait));
         }
         yield* requeue(key, clockNow, decision.requeueAt);
       }).pipe(
