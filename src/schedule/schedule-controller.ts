@@ -4,7 +4,8 @@
  * client). A pass decodes a schedule, checks its template with the target kind's decoder, reads its runs,
  * `decide`s (decide.ts), asks the guard when a run is due, and performs: the status first, then the create
  * (AlreadyExists: another decider got there), then the deletions; a failed create writes the previous
- * status back so the time is tried again, after a backoff. Time comes from `now`; the queue's timers run on real time.
+ * status back so the time is tried again, after a backoff. Time comes from `now`; the queue's timers run
+ * on real time.
  */
 import { isDeepStrictEqual } from "node:util";
 import * as Cause from "effect/Cause";
