@@ -139,6 +139,7 @@ export const serveController = async (
           resolve: options.resolve,
           etcds,
           fieldManager: controllerFieldManager,
+          maxTaskBytes: options.maxTaskBytes,
           logLevel: options.logLevel,
           say: (line) => void log(Effect.logWarning(line)),
           ...(controller.observeSchedule === undefined ? {} : { observe: controller.observeSchedule }),

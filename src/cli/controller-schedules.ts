@@ -22,6 +22,8 @@ export interface EtcdSchedulesOptions {
   readonly resolve: ReadonlyArray<ResolveOverride>;
   readonly etcds: GroupObjects;
   readonly fieldManager: string;
+  /** `--max-task-bytes`: the schedule controller's caches are bounded by it too. */
+  readonly maxTaskBytes: number;
   readonly logLevel: "debug" | "info" | "warn" | "error" | "none";
   readonly say: (line: string) => void;
   /** The task board's schedule list, when the board is on. */
@@ -54,6 +56,7 @@ export const startEtcdSchedules = async (
         kubeConfig: options.kubeConfig,
         targets: [{ kind: etcdOpsTaskKind, guards }],
         fieldManager: options.fieldManager,
+        maxTaskBytes: options.maxTaskBytes,
         logLevel: options.logLevel,
         ...(options.observe === undefined ? {} : { observe: options.observe }),
         ...(namespace === undefined ? {} : { namespace }),

@@ -7,6 +7,7 @@
  * changes nothing, so a retried write, two controllers' writes or a replay after a conflict converge
  * on the same entry.
  */
+import { terminalText } from "../cli/task/terminal-text.ts";
 import { compareCodeUnits } from "../code-unit-order.ts";
 import { boundedLabelValue } from "../runtime/metric-series.ts";
 
@@ -63,12 +64,18 @@ export const historyLimitsOf = (given: Partial<HistoryLimits> = {}): HistoryLimi
 
 export const entryKey = (target: string, type: string): string => JSON.stringify([target, type]);
 
-/** An outcome with its author-supplied texts bounded as metric labels are (63 characters). */
+/**
+ * An author-supplied text as history keeps it: control characters escaped (it reaches `/metrics` and
+ * `opstask history`'s terminal), then bounded as metric labels are (63 characters).
+ */
+const boundedText = (text: string): string => boundedLabelValue(terminalText(text));
+
+/** An outcome with its author-supplied texts escaped and bounded (`boundedText`). */
 export const boundedOutcome = (outcome: TaskOutcome): TaskOutcome => ({
   ...outcome,
-  target: boundedLabelValue(outcome.target),
-  type: boundedLabelValue(outcome.type),
-  ...(outcome.errorCode === undefined ? {} : { errorCode: boundedLabelValue(outcome.errorCode) }),
+  target: boundedText(outcome.target),
+  type: boundedText(outcome.type),
+  ...(outcome.errorCode === undefined ? {} : { errorCode: boundedText(outcome.errorCode) }),
 });
 
 /** `entry` with `outcome` applied; the same entry when the outcome is not newer than its last one. */
@@ -261,7 +268,13 @@ const timeOf = (value: unknown): number | undefined => {
 
 const states: ReadonlySet<string> = new Set<OutcomeState>(["Succeeded", "Failed", "Rejected"]);
 
-const decodeEntry = (value: unknown): HistoryEntry | string => {
+/**
+ * How far ahead of the reader's clock a stored time may be (another replica's clock): later ones are
+ * refused, as no task of this controller can have finished then.
+ */
+export const futureToleranceMs = 60_000;
+
+const decodeEntry = (value: unknown, now: number): HistoryEntry | string => {
   if (!isRecord(value)) return "an entry is not an object";
   const { target, type, lastOutcome } = value;
   if (typeof target !== "string" || typeof type !== "string") return "an entry lacks target or type";
@@ -277,17 +290,21 @@ const decodeEntry = (value: unknown): HistoryEntry | string => {
   const errorCode = typeof lastOutcome.errorCode === "string" ? lastOutcome.errorCode : undefined;
   const lastSuccessAt = timeOf(value.lastSuccessTime);
   const lastFailureAt = timeOf(value.lastFailureTime);
+  const latest = Math.max(at, lastSuccessAt ?? at, lastFailureAt ?? at);
+  if (latest > now + futureToleranceMs)
+    return `entry ${boundedText(target)}/${boundedText(type)}: a time in the future (${iso(latest)}), which no task of this controller can have finished at`;
+  const notLater = (ms: number) => Math.min(ms, now);
   return boundedEntry({
     target,
     type,
     last: {
       state: state as OutcomeState,
-      at,
+      at: notLater(at),
       durationSeconds,
       ...(errorCode === undefined ? {} : { errorCode }),
     },
-    ...(lastSuccessAt === undefined ? {} : { lastSuccessAt }),
-    ...(lastFailureAt === undefined ? {} : { lastFailureAt }),
+    ...(lastSuccessAt === undefined ? {} : { lastSuccessAt: notLater(lastSuccessAt) }),
+    ...(lastFailureAt === undefined ? {} : { lastFailureAt: notLater(lastFailureAt) }),
   });
 };
 
@@ -317,8 +334,12 @@ export interface DecodedEntries {
   readonly problems: ReadonlyArray<string>;
 }
 
-/** The entries of a ConfigMap's data; unreadable entries are skipped and named in `problems`. */
-export const decodeEntries = (text: string | undefined): DecodedEntries => {
+/**
+ * The entries of a ConfigMap's data; unreadable entries, and those with a time later than `now` (and
+ * `futureToleranceMs`), are skipped and named in `problems`. A time within the tolerance is read as
+ * `now`, so a read entry never outranks an outcome this controller records later.
+ */
+export const decodeEntries = (text: string | undefined, now: number = Date.now()): DecodedEntries => {
   if (text === undefined || text.trim() === "") return { entries: [], problems: [] };
   let parsed: unknown;
   try {
@@ -330,7 +351,7 @@ export const decodeEntries = (text: string | undefined): DecodedEntries => {
   const byKey = new Map<string, HistoryEntry>();
   const problems: string[] = [];
   for (const item of parsed) {
-    const entry = decodeEntry(item);
+    const entry = decodeEntry(item, now);
     if (typeof entry === "string") {
       problems.push(entry);
       continue;

@@ -9,7 +9,13 @@
 import { apiPath } from "../kube/api-path.ts";
 import { ApiCallError, type KubeClient } from "../kube/kube-client.ts";
 import type { ResourceRef } from "../reconcile/task-kind.ts";
-import { type DecodedEntries, decodeEntries, entriesDataKey } from "./history-entry.ts";
+import {
+  type DecodedEntries,
+  decodeEntries,
+  entriesDataKey,
+  type HistoryLimits,
+  withinLimits,
+} from "./history-entry.ts";
 
 const configMaps = { group: "", version: "v1", plural: "configmaps" } as const;
 
@@ -23,6 +29,17 @@ export const historyConfigMapName = (resource: Pick<ResourceRef, "plural">): str
 export interface StoredHistory extends DecodedEntries {
   readonly namespace: string;
   readonly resourceVersion: string;
+  /**
+   * Set when the entries' text was longer than `maxBytes`, which this controller never writes: it was
+   * not decoded (`entries` is empty), and the next write replaces it.
+   */
+  readonly oversizedBytes?: number;
+}
+
+/** What a read keeps: the bounds this controller writes within, and the clock of "in the future". */
+export interface ReadBounds {
+  readonly limits: HistoryLimits;
+  readonly now: number;
 }
 
 export type WriteAnswer =
@@ -45,12 +62,33 @@ const causeOf = (error: unknown): string =>
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
-const historyOf = (object: unknown): StoredHistory | undefined => {
+/**
+ * The ConfigMap's history within `bounds`, applied before anything is learnt from it: a text longer
+ * than `maxBytes` is not decoded at all, entries beyond `maxEntries` (the least useful) are dropped.
+ */
+const historyOf = (object: unknown, bounds: ReadBounds): StoredHistory | undefined => {
   if (!isRecord(object) || !isRecord(object.metadata)) return undefined;
   const { namespace, resourceVersion } = object.metadata;
   if (typeof namespace !== "string" || typeof resourceVersion !== "string") return undefined;
   const data = isRecord(object.data) ? object.data[entriesDataKey] : undefined;
-  return { namespace, resourceVersion, ...decodeEntries(typeof data === "string" ? data : undefined) };
+  const text = typeof data === "string" ? data : undefined;
+  const bytes = text === undefined ? 0 : Buffer.byteLength(text);
+  if (bytes > bounds.limits.maxBytes)
+    return { namespace, resourceVersion, entries: [], problems: [], oversizedBytes: bytes };
+  const decoded = decodeEntries(text, bounds.now);
+  const bounded = withinLimits(decoded.entries, bounds.limits);
+  return {
+    namespace,
+    resourceVersion,
+    entries: bounded.entries,
+    problems:
+      bounded.evicted.length === 0
+        ? decoded.problems
+        : [
+            ...decoded.problems,
+            `${bounded.evicted.length} entries beyond history.maxEntries (${bounds.limits.maxEntries}) or maxBytes skipped`,
+          ],
+  };
 };
 
 export interface HistoryLocation {
@@ -63,6 +101,7 @@ export interface HistoryLocation {
 export const readHistory = async (
   client: KubeClient,
   where: HistoryLocation,
+  bounds: ReadBounds,
   signal?: AbortSignal,
 ): Promise<ReadAnswer> => {
   try {
@@ -70,7 +109,7 @@ export const readHistory = async (
       { method: "GET", path: apiPath(configMaps, where.namespace, where.name) },
       signal,
     );
-    const history = historyOf(response.body);
+    const history = historyOf(response.body, bounds);
     return history === undefined
       ? { _tag: "Failed", cause: "the answer is not a ConfigMap" }
       : { _tag: "Found", history };
@@ -80,33 +119,55 @@ export const readHistory = async (
   }
 };
 
+/** ConfigMaps per LIST page, and the most bytes a page of several is read to. */
+const listPageSize = 10;
+const listPageBytes = 4 * 1024 * 1024;
+
 /**
- * Every history ConfigMap of the kind, in one namespace or all: one LIST by name
+ * Every history ConfigMap of the kind, in one namespace or all: a LIST by name
  * (`fieldSelector=metadata.name=…`), which RBAC can grant for that one name (`resourceNames`), so the
  * controller needs no right to read other ConfigMaps. Objects without the kind's label are skipped.
+ * Paged: a page of several is read to `listPageBytes` at most, and one over it is asked again one
+ * ConfigMap at a time (one object is bounded by the apiserver), so memory never grows with how many
+ * namespaces hold a large one.
  */
 export const listHistories = async (
   client: KubeClient,
   of: Pick<HistoryLocation, "name" | "plural">,
   namespace: string | undefined,
+  bounds: ReadBounds,
   signal?: AbortSignal,
 ): Promise<ListAnswer> => {
   try {
-    const response = await client.request(
-      {
-        method: "GET",
-        path: apiPath(configMaps, namespace),
-        query: { fieldSelector: `metadata.name=${of.name}` },
-      },
-      signal,
-    );
-    const items = isRecord(response.body) && Array.isArray(response.body.items) ? response.body.items : [];
-    const histories = items.flatMap((item) => {
-      const labels = isRecord(item) && isRecord(item.metadata) ? item.metadata.labels : undefined;
-      if (!isRecord(labels) || labels[historyLabel] !== of.plural) return [];
-      const history = historyOf(item);
-      return history === undefined ? [] : [history];
-    });
+    const histories: StoredHistory[] = [];
+    let continueToken: string | undefined;
+    let limit = listPageSize;
+    for (;;) {
+      const response = await client.request(
+        {
+          method: "GET",
+          path: apiPath(configMaps, namespace),
+          query: { fieldSelector: `metadata.name=${of.name}`, limit, continue: continueToken },
+          ...(limit > 1 ? { maxAnswerBytes: listPageBytes } : {}),
+        },
+        signal,
+      );
+      if (response.cutAt !== undefined) {
+        limit = 1;
+        continue;
+      }
+      const body = isRecord(response.body) ? response.body : {};
+      const items = Array.isArray(body.items) ? body.items : [];
+      for (const item of items) {
+        const labels = isRecord(item) && isRecord(item.metadata) ? item.metadata.labels : undefined;
+        if (!isRecord(labels) || labels[historyLabel] !== of.plural) continue;
+        const history = historyOf(item, bounds);
+        if (history !== undefined) histories.push(history);
+      }
+      const next = isRecord(body.metadata) ? body.metadata.continue : undefined;
+      if (typeof next !== "string" || next === "") break;
+      continueToken = next;
+    }
     return { _tag: "Listed", histories };
   } catch (error) {
     return { _tag: "Failed", cause: causeOf(error) };

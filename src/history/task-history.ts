@@ -117,8 +117,24 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
     return entries;
   };
 
+  /** What a read keeps (history-store.ts): applied before anything read is learnt or exported. */
+  const bounds = () => ({ limits, now: now() });
+
   /** Merges what another writer (or an earlier leader) stored into the view and the metrics. */
-  const learn = (history: Pick<StoredHistory, "namespace" | "entries" | "problems">): void => {
+  const learn = (
+    history: Pick<StoredHistory, "namespace" | "entries" | "problems" | "oversizedBytes">,
+  ): void => {
+    if (history.oversizedBytes !== undefined)
+      log(
+        "warn",
+        "history ConfigMap is larger than this controller writes; skipped, the next write replaces it",
+        {
+          namespace: history.namespace,
+          configMap: options.configMapName,
+          bytes: history.oversizedBytes,
+          maxBytes: limits.maxBytes,
+        },
+      );
     const entries = viewOf(history.namespace);
     for (const entry of history.entries) {
       const key = entryKey(entry.target, entry.type);
@@ -158,7 +174,7 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
     for (let attempt = 1; attempt <= conflictAttempts; attempt++) {
       let current = known.get(namespace);
       if (current === undefined) {
-        const read = await readHistory(client, where(namespace), abort.signal);
+        const read = await readHistory(client, where(namespace), bounds(), abort.signal);
         if (read._tag === "Failed") {
           log("warn", "history ConfigMap read failed; the outcomes are kept and written later", {
             namespace,
@@ -315,6 +331,7 @@ export const makeTaskHistory = (options: TaskHistoryOptions): TaskHistory => {
             client,
             { name: options.configMapName, plural: options.plural },
             namespace,
+            bounds(),
             abort.signal,
           );
           if (listed._tag === "Failed") {

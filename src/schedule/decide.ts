@@ -15,7 +15,13 @@ import { type CronTimes, parseCron } from "./cron-times.ts";
 import type { ObservedRun } from "./observed-run.ts";
 import { readyCondition } from "./ready-condition.ts";
 import { maxScheduleNameLength, rfc3339, runName } from "./run-names.ts";
-import { type ActiveRun, maxSkippedRuns, type ScheduleStatus, type SkippedRun } from "./schedule-status.ts";
+import {
+  type ActiveRun,
+  maxActiveRuns,
+  maxSkippedRuns,
+  type ScheduleStatus,
+  type SkippedRun,
+} from "./schedule-status.ts";
 
 export const ConcurrencyPolicies = ["Forbid", "Allow", "Replace"] as const;
 export type ConcurrencyPolicy = (typeof ConcurrencyPolicies)[number];
@@ -120,10 +126,12 @@ const beyondHistoryLimits = (
     .map((run) => run.name);
 };
 
+/** The active runs, oldest first; the newest `maxActiveRuns` when there are more (made by hand). */
 const activeOf = (runs: ReadonlyArray<ObservedRun>): ActiveRun[] =>
   runs
     .filter((run) => run.phase === "Active")
-    .sort((a, b) => a.scheduledTime - b.scheduledTime)
+    .sort((a, b) => a.scheduledTime - b.scheduledTime || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .slice(-maxActiveRuns)
     .map((run) => ({ name: run.name, scheduledTime: rfc3339(run.scheduledTime) }));
 
 const finishedTime = (runs: ReadonlyArray<ObservedRun>, phase: ObservedRun["phase"]) =>
@@ -281,6 +289,15 @@ export const decide = (
       since,
       "ReplacingActiveRun",
       `the run for ${rfc3339(due)} starts once ${active.map((run) => run.name).join(", ")} is gone (concurrencyPolicy Replace)`,
+    );
+  }
+
+  if (active.length >= maxActiveRuns) {
+    return settled(
+      { ...(waitUntil === undefined ? {} : { requeueAt: waitUntil }) },
+      since,
+      "TooManyActiveRuns",
+      `the run for ${rfc3339(due)} waits: ${active.length} runs are active, the most a schedule runs at once (${maxActiveRuns}); it starts once fewer are`,
     );
   }
 

@@ -4,7 +4,8 @@
  * client). A pass decodes a schedule, checks its template with the target kind's decoder, reads its runs,
  * `decide`s (decide.ts), asks the guard when a run is due, and performs: the status first, then the create
  * (AlreadyExists: another decider got there), then the deletions; a failed create writes the previous
- * status back so the time is tried again. Time comes from `now`; the queue's timers run on real time.
+ * status back so the time is tried again, after a backoff. Time comes from `now`; the queue's timers run
+ * on real time.
  */
 import { isDeepStrictEqual } from "node:util";
 import * as Cause from "effect/Cause";
@@ -30,15 +31,21 @@ import { withFieldManager } from "../kube/field-manager.ts";
 import type { KubeAccess } from "../kube/kube-client-node.ts";
 import { isKubeObject, type KubeObject, objectKey } from "../kube/object.ts";
 import { RequestCounter } from "../kube/request-metrics.ts";
+import { backoffDelayMs } from "../machine/backoff.ts";
+import { druidTiming } from "../reconcile/defaults.ts";
+import { DefaultMaxTaskBytes, oversizedOf } from "../reconcile/oversized-task.ts";
 import type { TaskKind } from "../reconcile/task-kind.ts";
+import { randomJitter } from "../runtime/backoff-jitter.ts";
 import { type Informer, makeInformer } from "../runtime/informer.ts";
 import { makeWorkQueue } from "../runtime/work-queue.ts";
 import { decide, refusedByGuard, type ScheduleDecision } from "./decide.ts";
 import type { ScheduleGuard } from "./guard.ts";
-import { type ObservedRun, observeRun } from "./observed-run.ts";
+import type { ObservedRun } from "./observed-run.ts";
 import { notReady } from "./ready-condition.ts";
 import { rfc3339, scheduleLabel } from "./run-names.ts";
 import { runObject } from "./run-object.ts";
+import { runCacheKeep, scheduleBoundOf, scheduleCacheKeep } from "./schedule-cache.ts";
+import { scheduleRuns } from "./schedule-runs.ts";
 import { scheduleResource, type TaskSchedule, TaskScheduleSchema } from "./schedule-spec.ts";
 import type { ScheduleStatus } from "./schedule-status.ts";
 
@@ -58,6 +65,11 @@ export interface ScheduleControllerOptions {
   /** Field manager of the schedule controller's writes (default `opstask`). */
   readonly fieldManager?: string;
   readonly counter?: RequestCounter;
+  /**
+   * The task controller's bound on one task (`--max-task-bytes`, default 64 KiB): a run is cached
+   * within it, a schedule within twice it (schedule-cache.ts).
+   */
+  readonly maxTaskBytes?: number;
   readonly logLevel?: "debug" | "info" | "warn" | "error" | "none";
   /**
    * Told after every pass over a schedule what the cache holds of it then (its status as just written),
@@ -85,6 +97,8 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error", 
 
 const apiVersionOf = (kind: ScheduleTarget["kind"]) => `${kind.resource.group}/${kind.resource.version}`;
 
+const kib = (bytes: number): string => `${Math.ceil(bytes / 1024).toLocaleString("en-US")} KiB`;
+
 export const runScheduleController = async (
   options: ScheduleControllerOptions,
 ): Promise<ScheduleController> => {
@@ -93,20 +107,30 @@ export const runScheduleController = async (
   const counter = options.counter ?? new RequestCounter();
   const settings: RequestSettings = { counter, timeout: Duration.seconds(30) };
   const now = options.now ?? Date.now;
+  const maxTaskBytes = options.maxTaskBytes ?? DefaultMaxTaskBytes;
   const scope = Scope.makeUnsafe();
   /** Due times on Effect's clock, per schedule key. */
   const dueTimes = new Map<string, number>();
+  /**
+   * Schedules whose last create was refused: how many times in a row, and until when (Effect's clock)
+   * no create is tried again. Each refused create writes the status twice, and each write brings the
+   * schedule back through the queue: without this, a refusing apiserver sees a create per round trip.
+   */
+  const refusedCreates = new Map<string, { readonly retries: number; readonly until: number }>();
   /** Runs this controller created that the cache may not show yet, per schedule key. */
   const expected = new Map<string, Map<string, { readonly run: ObservedRun; readonly until: number }>>();
   let enqueueAll: () => Promise<void> = async () => undefined;
 
   const program = Effect.gen(function* () {
+    const jitter = yield* randomJitter;
     const schedules = yield* makeInformer({
       kubeConfig: client,
       resource: scheduleResource,
       counter,
+      keep: scheduleCacheKeep(maxTaskBytes),
       ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
     });
+    const keepRun = runCacheKeep(maxTaskBytes);
     const runInformers = new Map<ScheduleTarget, Informer>();
     for (const target of options.targets)
       runInformers.set(
@@ -116,6 +140,7 @@ export const runScheduleController = async (
           resource: target.kind.resource,
           counter,
           labelSelector: scheduleLabel,
+          keep: keepRun,
           ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
         }),
       );
@@ -166,24 +191,15 @@ export const runScheduleController = async (
       informer: Informer,
       clockNow: number,
     ): ObservedRun[] => {
-      const seen = informer
-        .list(schedule.metadata.namespace)
-        .filter((run) => {
-          const labels = run.metadata.labels as Record<string, string> | undefined;
-          const owners = run.metadata.ownerReferences as ReadonlyArray<{ readonly uid?: string }> | undefined;
-          return (
-            labels?.[scheduleLabel] === schedule.metadata.name &&
-            (owners ?? []).some((owner) => owner.uid === schedule.metadata.uid)
-          );
-        })
-        .flatMap((run) => {
+      const seen = scheduleRuns(
+        schedule.metadata,
+        informer.list(schedule.metadata.namespace),
+        (run) => {
           const status = decodeRunStatus(run);
-          const observed = observeRun(
-            run.metadata as Parameters<typeof observeRun>[0],
-            Result.isSuccess(status) ? status.success.status : undefined,
-          );
-          return observed === undefined ? [] : [observed];
-        });
+          return Result.isSuccess(status) ? status.success.status : undefined;
+        },
+        clockNow,
+      );
       const pending = expected.get(key);
       if (pending === undefined) return seen;
       for (const [name, entry] of pending)
@@ -215,13 +231,23 @@ export const runScheduleController = async (
               () => Effect.logInfo("run exists already (another decider created it)").pipe(Effect.as(false)),
             ),
             Effect.tapError(() =>
-              // The status said the time was handled; take that back so the time is tried again.
+              // The status said the time was handled; take that back so the time is tried again,
+              // after a backoff as the task controller's writes have (base · 2^retries, jittered).
+              Effect.gen(function* () {
+                const retries = refusedCreates.get(key)?.retries ?? 0;
+                const delay = jitter(backoffDelayMs(druidTiming, retries));
+                const at = yield* Clock.currentTimeMillis;
+                refusedCreates.set(key, { retries: retries + 1, until: at + delay });
+              }),
+            ),
+            Effect.tapError(() =>
               writeStatus(
                 { ...object, status: decision.status },
                 (object.status ?? {}) as ScheduleStatus,
               ).pipe(Effect.ignore),
             ),
           );
+          refusedCreates.delete(key);
           if (created) {
             const pending = expected.get(key) ?? new Map();
             pending.set(create.name, {
@@ -311,10 +337,19 @@ export const runScheduleController = async (
         if (object === undefined) {
           dueTimes.delete(key);
           expected.delete(key);
+          refusedCreates.delete(key);
           return;
         }
         const clockNow = now();
         const previous = (object.status ?? {}) as ScheduleStatus;
+        const oversized = oversizedOf(object);
+        if (oversized !== undefined) {
+          const message = `the TaskSchedule holds about ${kib(oversized.bytes)} (spec, status and the metadata the controller reads), over the controller's limit of ${kib(scheduleBoundOf(maxTaskBytes))} (twice --max-task-bytes): make spec.taskTemplate smaller, or raise --max-task-bytes`;
+          if (oversized.actionable)
+            yield* writeStatus(object, notReady(previous, clockNow, "TooLarge", message));
+          else yield* Effect.logWarning("schedule too large to write a status to; left alone");
+          return yield* requeue(key, clockNow, undefined);
+        }
         const decoded = decodeSchedule(object);
         if (Result.isFailure(decoded)) {
           yield* writeStatus(
@@ -408,12 +443,20 @@ export const runScheduleController = async (
                 );
           if (!verdict.allow) decision = refusedByGuard(schedule.status ?? {}, decision, verdict.reason);
         }
+        const refused = refusedCreates.get(key);
+        if (decision.create !== undefined && refused !== undefined) {
+          const wait = refused.until - (yield* Clock.currentTimeMillis);
+          if (wait > 0) return yield* requeue(key, clockNow, clockNow + wait);
+        }
         const performed = yield* Effect.exit(perform(key, object, schedule, decision, target));
         if (Exit.isFailure(performed)) {
           yield* Effect.logWarning("schedule pass failed; trying again").pipe(
             Effect.annotateLogs({ cause: Cause.pretty(performed.cause) }),
           );
-          return yield* requeue(key, clockNow, clockNow + retryAfterErrorMs);
+          const backoff = refusedCreates.get(key);
+          const wait =
+            backoff === undefined ? retryAfterErrorMs : backoff.until - (yield* Clock.currentTimeMillis);
+          return yield* requeue(key, clockNow, clockNow + Math.max(0, wait));
         }
         yield* requeue(key, clockNow, decision.requeueAt);
       }).pipe(
@@ -441,6 +484,11 @@ export const runScheduleController = async (
         },
       },
     });
+    // No decision before every cache holds its first LIST: a schedule decided on a run cache not yet
+    // filled sees no run and would create one (its changes, subscribed now, start with every cached
+    // object, so none is missed).
+    yield* schedules.synced;
+    for (const informer of runInformers.values()) yield* informer.synced;
     yield* schedules.changes.pipe(
       Stream.runForEach((change) => queue.add(change.key)),
       Effect.forkScoped,
@@ -460,8 +508,6 @@ export const runScheduleController = async (
     const context = yield* Effect.context<never>();
     enqueueAll = () =>
       Effect.runPromiseWith(context)(Effect.forEach(schedules.keys(), queue.add, { discard: true }));
-    yield* schedules.synced;
-    for (const informer of runInformers.values()) yield* informer.synced;
   }).pipe(
     Effect.provideService(References.MinimumLogLevel, logLevels[options.logLevel ?? "info"]),
     Effect.provide(Logger.layer(options.logLevel === "none" ? [] : [Logger.consoleJson])),

@@ -15,6 +15,8 @@ export const SkipReasons = ["MissedDeadline", "Superseded", "GuardRefused"] as c
 export type SkipReason = (typeof SkipReasons)[number];
 
 export const maxSkippedRuns = 10;
+/** Runs a schedule has active at once at most (concurrencyPolicy Allow waits beyond it), as listed in `active`. */
+export const maxActiveRuns = 100;
 
 const Time = Schema.String.annotate({ format: "date-time" });
 const Text = Schema.String;
@@ -59,7 +61,7 @@ export const ScheduleStatusSchema = Schema.Struct({
   ),
   active: Schema.optionalKey(
     Schema.Array(ActiveRunSchema)
-      .check(Schema.isMaxLength(100))
+      .check(Schema.isMaxLength(maxActiveRuns))
       .annotate({ description: "Runs not finished yet." }),
   ),
   skippedRuns: Schema.optionalKey(

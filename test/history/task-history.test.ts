@@ -14,6 +14,8 @@ interface Stored {
   body: { metadata: Record<string, unknown>; data: Record<string, string> };
 }
 
+const configMapName = "opstask-history-probes";
+
 const fakeConfigMaps = () => {
   const objects = new Map<string, Stored>();
   let rv = 0;
@@ -36,14 +38,23 @@ const fakeConfigMaps = () => {
       const namespace = parts[4] ?? "";
       const name = parts[6];
       if (request.method === "GET" && name === undefined) {
-        const items = [...objects.entries()]
+        const all = [...objects.entries()]
           .filter(([key]) => parts[3] === "configmaps" || key.startsWith(`${namespace}/`))
           .filter(
             ([, stored]) =>
               request.query?.fieldSelector === `metadata.name=${String(stored.body.metadata.name)}`,
           )
+          .sort(([a], [b]) => (a < b ? -1 : 1))
           .map(([, stored]) => respond(stored).body);
-        return { status: 200, body: { items } };
+        // Pages as the apiserver does: `limit` items from the `continue` offset, and a token for the rest.
+        const from = Number(request.query?.continue ?? 0);
+        const limit = Number(request.query?.limit ?? all.length);
+        const items = all.slice(from, from + limit);
+        const rest = from + limit < all.length ? { continue: String(from + limit) } : {};
+        const text = JSON.stringify({ metadata: rest, items });
+        if (request.maxAnswerBytes !== undefined && text.length > request.maxAnswerBytes)
+          return { status: 200, body: undefined, cutAt: request.maxAnswerBytes };
+        return { status: 200, body: { metadata: rest, items }, bytes: text.length };
       }
       if (request.method === "GET") {
         const stored = objects.get(`${namespace}/${name}`);
@@ -73,10 +84,20 @@ const fakeConfigMaps = () => {
     rv += 1;
     objects.set(key, { rv, body: { ...existing.body, data: { "entries.json": text } } });
   };
-  return { client, objects, requests, faults, edit };
+  /** A ConfigMap of the kind in `namespace` with `text` as its entries, as any writer could leave it. */
+  const put = (namespace: string, text: string) => {
+    rv += 1;
+    objects.set(`${namespace}/${configMapName}`, {
+      rv,
+      body: {
+        metadata: { name: configMapName, namespace, labels: { "opstask.dev/history-of": "probes" } },
+        data: { "entries.json": text },
+      },
+    });
+  };
+  return { client, objects, requests, faults, edit, put };
 };
 
-const configMapName = "opstask-history-probes";
 const labels = (target: string, state: string, type = "ping") => ({
   type,
   state,
@@ -94,13 +115,17 @@ const setup = (
   let clock = Date.UTC(2026, 10, 26, 1, 0, 0);
   const logs: string[] = [];
   const ref: { history?: TaskHistory } = {};
+  const lines: Array<{ message: string; fields: Record<string, unknown> }> = [];
   const history = makeTaskHistory({
     client: fake.client,
     configMapName,
     plural: "probes",
     limits,
     metrics: makeHistoryMetrics(registry, "Probe", () => ref.history?.pending() ?? 0),
-    log: (level, message) => logs.push(`${level}: ${message}`),
+    log: (level, message, fields) => {
+      logs.push(`${level}: ${message}`);
+      lines.push({ message, fields });
+    },
     now: () => clock,
     retryBaseMs: 5,
     retryCapMs: 20,
@@ -111,7 +136,17 @@ const setup = (
     decodeEntries(fake.objects.get(`${namespace}/${configMapName}`)?.body.data["entries.json"]).entries;
   const metric = async (name: string) =>
     (await registry.metrics()).split("\n").filter((line) => line.startsWith(name));
-  return { fake, history, registry, logs, entries, metric, tick: (ms: number) => (clock += ms) };
+  return {
+    fake,
+    history,
+    registry,
+    logs,
+    lines,
+    entries,
+    metric,
+    tick: (ms: number) => (clock += ms),
+    now: () => clock,
+  };
 };
 
 describe("outcomes are written to the namespace's ConfigMap, beside the pass", () => {
@@ -296,5 +331,115 @@ describe("takeover reads the last leader's history into the metrics", () => {
     await second.history.takeover([undefined]);
     expect(await second.metric("opstask_task_last_success_timestamp_seconds{")).toEqual(before);
     expect(before).toHaveLength(1);
+  });
+});
+
+/** A stored entry as any writer of the ConfigMap could put it (JSON, unchecked). */
+const forged = (target: string, time: string, type = "ping") => ({
+  target,
+  type,
+  lastOutcome: { state: "Succeeded", time, durationSeconds: 1 },
+  lastSuccessTime: time,
+});
+const successSeries = "opstask_task_last_success_timestamp_seconds{";
+
+describe("takeover applies the bounds before it exports anything (issue 35 M2)", () => {
+  it("a ConfigMap larger than history.maxBytes is skipped with a warning, not exported", async () => {
+    const fake = fakeConfigMaps();
+    const entries = Array.from({ length: 5_002 }, (_, i) => forged(`host-${i}`, "2026-11-01T00:00:00Z"));
+    fake.put("ns", JSON.stringify(entries));
+    const { history, metric, lines } = setup(fake);
+    await history.takeover([undefined]);
+    expect(await metric(successSeries)).toEqual([]);
+    const warning = lines.find((line) => line.message.startsWith("history ConfigMap is larger"));
+    expect(warning?.fields).toMatchObject({ namespace: "ns", maxBytes: 128 * 1024 });
+  });
+
+  it("entries beyond maxEntries are dropped before they become series", async () => {
+    const fake = fakeConfigMaps();
+    const entries = Array.from({ length: 300 }, (_, i) =>
+      forged(`h${i}`, new Date(Date.UTC(2026, 10, 1) + i * 1000).toISOString()),
+    );
+    fake.put("ns", JSON.stringify(entries));
+    const { history, metric } = setup(fake, { maxEntries: 200, maxBytes: 128 * 1024 });
+    await history.takeover([undefined]);
+    const series = await metric(successSeries);
+    expect(series).toHaveLength(200);
+    // The newest are kept.
+    expect(series.some((line) => line.includes('target="h299"'))).toBe(true);
+    expect(series.some((line) => line.includes('target="h0"'))).toBe(false);
+  });
+
+  it("pages its LIST, and reads a page too large for its byte bound one ConfigMap at a time", async () => {
+    const fake = fakeConfigMaps();
+    for (let i = 0; i < 25; i++) fake.put(`ns-${String(i).padStart(2, "0")}`, "[]\n");
+    // Five ConfigMaps of ~1 MB: a page holding them all is over the bound.
+    const large = JSON.stringify([forged("x".repeat(1_000_000), "2026-11-01T00:00:00Z")]);
+    const largeOnes = ["ns-03", "ns-04", "ns-05", "ns-06", "ns-07"];
+    for (const namespace of largeOnes) fake.put(namespace, large);
+    const { history, lines } = setup(fake);
+    await history.takeover([undefined]);
+    const lists = fake.requests.filter((request) => request === "GET /api/v1/configmaps");
+    expect(lists.length).toBeGreaterThan(3);
+    expect(lines.find((line) => line.message === "history read")?.fields).toMatchObject({ configMaps: 25 });
+    expect(
+      lines
+        .filter((line) => line.message.startsWith("history ConfigMap is larger"))
+        .map((l) => l.fields.namespace),
+    ).toEqual(largeOnes);
+  });
+});
+
+describe("history trusts no time the controller cannot have written (issue 35 M3)", () => {
+  it("a forged success in 2099 is refused at takeover, never written back, and the own outcome is the last", async () => {
+    const fake = fakeConfigMaps();
+    fake.put(
+      "ns",
+      JSON.stringify([
+        forged("etcd-main", "2099-01-01T00:00:00Z"),
+        forged("etcd-other", "2026-11-01T00:00:00Z"),
+      ]),
+    );
+    const { history, metric, entries, logs, now } = setup(fake);
+    await history.takeover([undefined]);
+    const series = await metric(successSeries);
+    expect(series.map((line) => line.replace(/.*target="([^"]*)".*/, "$1"))).toEqual(["etcd-other"]);
+    expect(logs.some((line) => line.includes("cannot read"))).toBe(true);
+
+    history.observer.taskFinished(labels("etcd-main", "Failed"), 1, "u1", "ERR_X");
+    await history.settled();
+    const stored = entries().find((entry) => entry.target === "etcd-main");
+    expect(stored?.lastSuccessAt).toBeUndefined();
+    expect(stored?.last).toMatchObject({ state: "Failed", at: now() });
+    expect(fake.objects.get(`ns/${configMapName}`)?.body.data["entries.json"]).not.toContain("2099");
+  });
+
+  it("a time a little ahead (another replica's clock) is read as now, so the next own outcome outranks it", async () => {
+    const fake = fakeConfigMaps();
+    const { history, entries, now, tick } = setup(fake);
+    fake.put("ns", JSON.stringify([forged("etcd-main", new Date(now() + 30_000).toISOString())]));
+    await history.takeover([undefined]);
+    tick(1);
+    history.observer.taskFinished(labels("etcd-main", "Failed"), 1, "u1", "ERR_X");
+    await history.settled();
+    expect(entries()[0]?.last.state).toBe("Failed");
+  });
+});
+
+describe("history's texts reach /metrics and the terminal escaped (issue 35 L2)", () => {
+  it("ESC and BEL in a stored entry are escaped in the decoded entry and the metric labels", async () => {
+    const fake = fakeConfigMaps();
+    fake.put(
+      "ns",
+      JSON.stringify([forged("etcd\u001b]0;pwned\u0007", "2026-11-01T00:00:00Z", "ty\u001b[2Jpe")]),
+    );
+    const { history, metric } = setup(fake);
+    await history.takeover([undefined]);
+    const series = (await metric(successSeries)).join("\n");
+    expect(series).not.toContain("\u001b");
+    expect(series).not.toContain("\u0007");
+    expect(series).toContain('target="etcd\\\\x1b]0;pwned\\\\x07"');
+    const decoded = decodeEntries(fake.objects.get(`ns/${configMapName}`)?.body.data["entries.json"]);
+    expect(decoded.entries[0]).toMatchObject({ target: "etcd\\x1b]0;pwned\\x07", type: "ty\\x1b[2Jpe" });
   });
 });
