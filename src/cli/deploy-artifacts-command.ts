@@ -9,6 +9,7 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { PolicyRule } from "../api/policy-rule.ts";
 import { type DeployArtifactsInput, deployArtifacts } from "./deploy/deploy-artifacts.ts";
+import { operatorEnv } from "./deploy/operator-env.ts";
 import { OptionError } from "./options.ts";
 import { parseArgsMessage } from "./parse-args-message.ts";
 
@@ -28,6 +29,8 @@ Dockerfile that bundles your main with \`opstask bundle\`.
   --image REF            the controller image (default <name>:latest)
   --main FILE            the program the image runs (default main.ts)
   --metrics-secure BOOL  secure metrics on :8443 and their RBAC (default true)
+  --env NAME=VALUE       an environment variable of the controller container (repeatable; NODE_OPTIONS
+                         or MALLOC_ARENA_MAX replaces the generated one)
   -h, --help             this text
 `;
 
@@ -74,6 +77,7 @@ const parse = (argv: ReadonlyArray<string>) => {
         image: { type: "string" },
         main: { type: "string" },
         "metrics-secure": { type: "string", default: "true" },
+        env: { type: "string", multiple: true, default: [] },
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -96,6 +100,8 @@ export const deployArtifactsCommand = async (argv: ReadonlyArray<string>): Promi
   const secure = values["metrics-secure"];
   if (secure !== "true" && secure !== "false")
     throw new OptionError(`--metrics-secure ${secure}: give true or false`);
+  const env = operatorEnv(values.env);
+  if ("error" in env) throw new OptionError(env.error);
   let loaded: Record<string, unknown>;
   try {
     loaded = await import(pathToFileURL(resolve(values.module)).href);
@@ -116,6 +122,7 @@ export const deployArtifactsCommand = async (argv: ReadonlyArray<string>): Promi
   const files = deployArtifacts(kind, {
     regenerate: `opstask deploy-artifacts --module ${values.module} --export ${values.export}`,
     secureMetrics: secure === "true",
+    env: env.env,
     ...(values.name === undefined ? {} : { name: values.name }),
     ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
     ...(values.lease === undefined ? {} : { leaseName: values.lease }),
