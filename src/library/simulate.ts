@@ -44,6 +44,7 @@ import type { LifecycleConfig, Phase, PhaseOutcome } from "../machine/types.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
 import { defectOf, defectOfCause, type HandlerReply } from "../reconcile/handler-defect.ts";
 import { readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind.ts";
+import { storedConditions, storedResult } from "./harness/stored-status.ts";
 import { type LifecycleOptions, lifecycleOverrides } from "./lifecycle-options.ts";
 import { completed } from "./outcome.ts";
 import type { ServicesOption } from "./services-option.ts";
@@ -216,15 +217,6 @@ const defaults: Record<Phase, PhaseOutcome> = {
 
 const isObject = (value: unknown): value is JsonObject =>
   typeof value === "object" && value !== null && !Array.isArray(value);
-
-/** A condition as the controller writes it (the status subresource is the controller's alone). */
-const isCondition = (value: unknown): value is TaskCondition =>
-  isObject(value) &&
-  typeof value.type === "string" &&
-  (value.status === "True" || value.status === "False") &&
-  typeof value.reason === "string" &&
-  typeof value.message === "string" &&
-  typeof value.lastTransitionTime === "string";
 
 const byName = <A extends { readonly name: string }>(records: ReadonlyArray<A>, name: string | undefined) =>
   name === undefined ? records : records.filter((record) => record.name === name);
@@ -444,15 +436,8 @@ export const simulate = <Task, R = never, Spec = unknown>(
     exists: (name) => stored(name) !== undefined,
     state: (name) => factsOf(name)?.status.state,
     status: (name) => factsOf(name)?.status,
-    result: (name) => {
-      const status = stored(name)?.status;
-      return isObject(status) ? status.result : undefined;
-    },
-    conditions: (name) => {
-      const status = stored(name)?.status;
-      const conditions = isObject(status) ? status.conditions : undefined;
-      return Array.isArray(conditions) ? conditions.flatMap((item: unknown) => (isCondition(item) ? [item] : [])) : undefined;
-    },
+    result: (name) => storedResult(stored(name)),
+    conditions: (name) => storedConditions(stored(name)),
     calls: (name) => byName(controller.calls, name),
     writes: (name) => byName(controller.writes, name),
     events: (name) => byName(controller.events, name),
