@@ -6,8 +6,8 @@
  *
  * `--jitless` turns WebAssembly off with the optimizing compiler. The flagship runs without
  * WebAssembly (its HTTP is node:http); an operator's handlers need not: Node's global `fetch` parses
- * HTTP with WebAssembly (undici's llhttp), and so does any package built on it, and `node main.ts`
- * strips types with it. So a kind's controller keeps its JIT; an operator whose code needs no
+ * HTTP with WebAssembly (undici's llhttp), and so does any package built on it, and Node running
+ * TypeScript sources strips their types with it. So a kind's controller keeps its JIT; one whose code needs no
  * WebAssembly can add `--jitless` (`deploy-artifacts --env NODE_OPTIONS=...`) to trade CPU for memory.
  */
 import { v8FlagsVariable } from "../v8-flags.ts";
