@@ -79,6 +79,12 @@ describe("taskClient on a real API server", () => {
   it("answers undefined for a task that is not there, deletes through the finalizer, and says when there was none", async () => {
     const counts = taskClient(countKind, plane.kubeClient(), { namespace });
     expect(await counts.get("absent")).toBeUndefined();
+    // What the CRD refuses, sent as a hand-written manifest could be.
+    const refused = await counts.createUnchecked({ metadata: { name: "empty" }, spec: { config: {} } }).then(
+      () => "accepted",
+      (error: unknown) => String(error),
+    );
+    expect(refused).toMatch(/spec\.config/);
     await counts.create({ metadata: { name: "gone" }, spec: { config: { count: { upTo: 1 } } } });
     await counts.waitFor("gone", "Succeeded");
     expect(await counts.delete("gone")).toBe(true);

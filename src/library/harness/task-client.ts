@@ -41,6 +41,8 @@ export interface WaitOptions {
 
 export interface TaskClient<Task, Spec = unknown> {
   create(manifest: TaskManifest<Spec>): Promise<TaskRecord<Task>>;
+  /** Any manifest, e.g. one the kind's schema refuses, to see what the CRD or the controller does with it. */
+  readonly createUnchecked: (manifest: TaskManifest) => Promise<TaskRecord<Task>>;
   /** Undefined when there is no such task. */
   readonly get: (name: string) => Promise<TaskRecord<Task> | undefined>;
   readonly list: () => Promise<ReadonlyArray<TaskRecord<Task>>>;
@@ -116,15 +118,18 @@ export const taskClient = <Task, Spec = unknown>(
     }
   };
 
+  const create = async (manifest: TaskManifest): Promise<TaskRecord<Task>> => {
+    const { body } = await kube.request({
+      method: "POST",
+      path: collection,
+      body: { apiVersion: `${group}/${version}`, kind: kindName, ...manifest },
+    });
+    return recordOf(body);
+  };
+
   return {
-    create: async (manifest) => {
-      const { body } = await kube.request({
-        method: "POST",
-        path: collection,
-        body: { apiVersion: `${group}/${version}`, kind: kindName, ...manifest },
-      });
-      return recordOf(body);
-    },
+    create,
+    createUnchecked: create,
     get,
     list: async () => itemsOf((await kube.request({ method: "GET", path: collection })).body).map(recordOf),
     delete: (name) =>
