@@ -4,13 +4,19 @@
  * structural form. The generated CRDs are applied to a real apiserver by the examples' and
  * crd-rules' integration tests.
  */
+
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import * as Schema from "effect/Schema";
 import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { emptyObject } from "../../src/api/schema-helpers.ts";
+import { scheduleCrd } from "../../src/crd.ts";
 import { configUnion } from "../../src/library/config-union.ts";
 import { celRule, maxChars, withDefault } from "../../src/library/crd/schema-annotations.ts";
 import { structuralSchema } from "../../src/library/crd/structural-schema.ts";
 import { taskCrd } from "../../src/library/crd/task-crd.ts";
+import { repoRoot } from "../support/cluster.ts";
 
 const converted = (schema: Schema.Top) => {
   const result = structuralSchema(schema);
@@ -290,5 +296,16 @@ describe("taskCrd", () => {
   it("rejects a mutable field the spec does not have", () => {
     const result = taskCrd(kind, Spec, { mutableFields: ["nope"] });
     expect(result).toEqual({ ok: false, errors: ["mutableFields: spec has no field nope"] });
+  });
+});
+
+describe("opstask/crd's scheduleCrd", () => {
+  it("is the TaskSchedule CRD the package ships in deploy/crds", () => {
+    const result = scheduleCrd();
+    if (!result.ok) return expect.fail(result.errors.join("\n"));
+    const shipped = parse(
+      readFileSync(join(repoRoot, "deploy", "crds", "opstask.gardener.cloud_taskschedules.yaml"), "utf8"),
+    );
+    expect(JSON.parse(JSON.stringify(result.crd))).toEqual(shipped);
   });
 });
