@@ -33,19 +33,27 @@ const containerOf = (text: string): Container => {
   return container;
 };
 
+/** The getting-started kind's module and export, as a project's `npm run deploy` names them. */
+const greetingKind = [
+  "--module",
+  join(repoRoot, "examples", "getting-started", "greeting.ts"),
+  "--export",
+  "greetingKind",
+];
+
+/** Runs the command quietly; resolves to its exit code. */
+const quietly = async (argv: ReadonlyArray<string>) => {
+  const stdout = vi.spyOn(process.stdout, "write").mockReturnValue(true);
+  try {
+    return await deployArtifactsCommand(argv);
+  } finally {
+    stdout.mockRestore();
+  }
+};
+
 describe("opstask deploy-artifacts", () => {
   it("writes the RBAC, ServiceAccount, namespace, Deployment, kustomization and Dockerfile of the kind", async () => {
-    const stdout = vi.spyOn(process.stdout, "write").mockReturnValue(true);
-    const code = await deployArtifactsCommand([
-      "--module",
-      join(repoRoot, "examples", "getting-started", "greeting.ts"),
-      "--export",
-      "greetingKind",
-      "-o",
-      out,
-    ]);
-    stdout.mockRestore();
-    expect(code).toBe(0);
+    expect(await quietly([...greetingKind, "-o", out])).toBe(0);
     expect(readdirSync(out).sort()).toEqual([
       "Dockerfile",
       "deployment.yaml",
@@ -102,12 +110,8 @@ describe("opstask deploy-artifacts", () => {
 
   it("adds the operator's --env variables to the container; one named NODE_OPTIONS replaces the generated one", async () => {
     const dir = join(out, "with-env");
-    const stdout = vi.spyOn(process.stdout, "write").mockReturnValue(true);
-    const code = await deployArtifactsCommand([
-      "--module",
-      join(repoRoot, "examples", "getting-started", "greeting.ts"),
-      "--export",
-      "greetingKind",
+    const code = await quietly([
+      ...greetingKind,
       "-o",
       dir,
       "--env",
@@ -115,7 +119,6 @@ describe("opstask deploy-artifacts", () => {
       "--env",
       "NODE_OPTIONS=--jitless --max-old-space-size=96",
     ]);
-    stdout.mockRestore();
     expect(code).toBe(0);
     const env = containerOf(readFileSync(join(dir, "deployment.yaml"), "utf8")).env;
     expect(env.filter((variable) => variable.name === "NODE_OPTIONS")).toEqual([
@@ -131,10 +134,7 @@ describe("opstask deploy-artifacts", () => {
   it("names the fix for an --env that is no NAME=VALUE, a bad name, a derived variable or a repeat", async () => {
     const refusal = (...env: ReadonlyArray<string>) =>
       deployArtifactsCommand([
-        "--module",
-        join(repoRoot, "examples", "getting-started", "greeting.ts"),
-        "--export",
-        "greetingKind",
+        ...greetingKind,
         "-o",
         join(out, "refused"),
         ...env.flatMap((value) => ["--env", value]),
