@@ -5,7 +5,8 @@
  *   and `FakeClock` are the parts underneath, for tests that drive the controller step by step.
  * - On a real API server: `startControlPlane` runs kube-apiserver and etcd locally (envtest's
  *   recipe), installs CRDs, applies RBAC and gives kubeconfigs and ServiceAccount tokens. Its code
- *   (and `@kubernetes/client-node`, which it needs) loads only when it is called.
+ *   (and `@kubernetes/client-node`, which it needs) loads only when it is called. `taskClient` is a
+ *   typed client for one kind (create, get, list, delete, waitFor) over any `KubeClient`.
  * Nothing here is needed in production, so the library's entry (`opstask`) does not load it.
  */
 export { MemoryApiServer, type WatchEvent } from "./interpreters/memory/api-server.ts";
@@ -29,6 +30,13 @@ export {
   type ServiceAccountOptions,
   startControlPlane,
 } from "./library/harness/control-plane.ts";
+export {
+  type TaskClient,
+  type TaskClientOptions,
+  type TaskRecord,
+  taskClient,
+  type WaitOptions,
+} from "./library/harness/task-client.ts";
 export {
   type CallContext,
   type Hang,

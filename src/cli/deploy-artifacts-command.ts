@@ -11,6 +11,7 @@ import type { PolicyRule } from "../api/policy-rule.ts";
 import { isPinnedImage } from "./deploy/controller-dockerfile.ts";
 import { rbacRulesWildcard } from "./deploy/controller-rbac.ts";
 import { type DeployArtifactsInput, deployArtifacts } from "./deploy/deploy-artifacts.ts";
+import { operatorEnv } from "./deploy/operator-env.ts";
 import { OptionError } from "./options.ts";
 import { parseArgsMessage } from "./parse-args-message.ts";
 
@@ -34,6 +35,8 @@ Dockerfile that bundles your main with \`opstask bundle\`.
   --runtime-base REF     its runtime base (default distroless Node 24; give it by digest to pin it)
   --watch-namespaces NS  watch only these namespaces (comma-separated), granted the rules by a
                          RoleBinding in each instead of a ClusterRoleBinding (default: all)
+  --env NAME=VALUE       an environment variable of the controller container (repeatable; NODE_OPTIONS
+                         or MALLOC_ARENA_MAX replaces the generated one)
   -h, --help             this text
 `;
 
@@ -85,6 +88,7 @@ const parse = (argv: ReadonlyArray<string>) => {
         "watch-namespaces": { type: "string" },
         "build-base": { type: "string" },
         "runtime-base": { type: "string" },
+        env: { type: "string", multiple: true, default: [] },
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -122,6 +126,8 @@ export const deployArtifactsCommand = async (argv: ReadonlyArray<string>): Promi
         `--${flag} ${reference}: a tag that can move; give the image by digest (<ref>@sha256:<digest>, from crane digest <ref>) or by an exact version tag (e.g. node:24.21.0-bookworm-slim)`,
       );
   }
+  const env = operatorEnv(values.env);
+  if ("error" in env) throw new OptionError(env.error);
   let loaded: Record<string, unknown>;
   try {
     loaded = await import(pathToFileURL(resolve(values.module)).href);
@@ -142,6 +148,7 @@ export const deployArtifactsCommand = async (argv: ReadonlyArray<string>): Promi
   const files = deployArtifacts(kind, {
     regenerate: `opstask deploy-artifacts --module ${values.module} --export ${values.export}`,
     secureMetrics: secure === "true",
+    env: env.env,
     ...(values.name === undefined ? {} : { name: values.name }),
     ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
     ...(values.lease === undefined ? {} : { leaseName: values.lease }),

@@ -45,12 +45,27 @@ export const configMember = (config: { readonly kind: string }): string =>
     : config.kind;
 
 /**
+ * The annotation of the wire form's check that holds the members, so that the CRD generator can walk
+ * each member's own schema (its checks reach the CRD or are refused, as the top level's are).
+ */
+export const configMembersAnnotation = "opstask/configMembers";
+
+/** The members a check of a config union carries, if `annotations` are such a check's. */
+export const configMembersOf = (
+  annotations: Readonly<Record<string, unknown>> | undefined,
+): ConfigMembers | undefined => {
+  const members = annotations?.[configMembersAnnotation];
+  return typeof members === "object" && members !== null ? (members as ConfigMembers) : undefined;
+};
+
+/**
  * The JSON Schema of the wire form: each member as a property, exactly one present (a CRD's
  * `minProperties`/`maxProperties`, as druid's `spec.config`). Only JSON Schema generation reads it;
  * the decoder enforces the same rule with a message naming the members.
  */
 const membersJsonSchema = (members: ConfigMembers) =>
   Schema.makeFilter<WireConfig>(() => undefined, {
+    [configMembersAnnotation]: members,
     toJsonSchema: () => {
       const $defs: Record<string, JsonSchema.JsonSchema> = {};
       const properties: Record<string, JsonSchema.JsonSchema> = {};

@@ -19,7 +19,7 @@ import * as Effect from "effect/Effect";
 import * as Fiber from "effect/Fiber";
 import * as Layer from "effect/Layer";
 import * as ManagedRuntime from "effect/ManagedRuntime";
-import type { TaskState, TaskStatus } from "../api/status.ts";
+import type { TaskCondition, TaskState, TaskStatus } from "../api/status.ts";
 import { supportedMembers } from "../handlers/handler.ts";
 import {
   type HandlerContext,
@@ -45,6 +45,7 @@ import type { LifecycleConfig, Phase, PhaseOutcome } from "../machine/types.ts";
 import { lifecycleConfig } from "../reconcile/defaults.ts";
 import { defectOf, defectOfCause, type HandlerReply } from "../reconcile/handler-defect.ts";
 import { readFacts, type TaskFacts, type TaskKind } from "../reconcile/task-kind.ts";
+import { storedConditions, storedResult } from "./harness/stored-status.ts";
 import { type LifecycleOptions, lifecycleOverrides } from "./lifecycle-options.ts";
 import { completed } from "./outcome.ts";
 import type { ServicesOption } from "./services-option.ts";
@@ -63,7 +64,9 @@ export const hang: Hang = { kind: "hang" };
  * What a simulated handler knows about its call besides the task: the handler context of a real call
  * (`attempt` is 1 on the first call of a phase: script "fail twice, then succeed" with it; the object
  * reader reads `objects`, Events land in `events()`, log lines in `logs()`; no `kube` client), and
- * the fake clock's `now`.
+ * the fake clock's `now`. A call takes no simulated time: `now` and `clock()` read the instant it was
+ * made, even when the test moves the clock before `settle()` delivers an asynchronous call's result
+ * (a restarted controller's first calls happen at the restart, not after the test's next jump).
  */
 export interface CallContext extends HandlerContext {
   /** The fake clock, in ms since the epoch. */
@@ -143,6 +146,13 @@ export interface Simulation<Task, Spec = unknown> {
   readonly patch: (name: string, patch: JsonObject) => void;
   /** Runs every pass that is ready now; returns how many ran. */
   readonly run: () => number;
+  /**
+   * One safe step of a test's loop: runs what is ready now and delivers every handler call it makes
+   * (`"ran"`); when nothing is ready, moves the clock to the next timer only, runs what it wakes and
+   * delivers those calls (`"advanced"`); `"idle"` when there is no timer and nothing to run (calls
+   * parked with `hang` wait for `resolve`). Look at the tasks between steps: none changes unseen.
+   */
+  readonly step: () => Promise<"ran" | "advanced" | "idle">;
   /** Moves the clock forward, firing requeue timers in order (backoff, polls, TTLs) and running what they wake. */
   readonly advance: (ms: number) => void;
   /**
@@ -164,6 +174,10 @@ export interface Simulation<Task, Spec = unknown> {
   readonly exists: (name: string) => boolean;
   readonly state: (name: string) => TaskState | undefined;
   readonly status: (name: string) => TaskStatus | undefined;
+  /** `status.result` as the API server holds it (JSON): what Execute's `kind.succeeded` returned. */
+  readonly result: (name: string) => unknown;
+  /** `status.conditions` (`Succeeded`, `Failed`, the kind's own), written with the final state. */
+  readonly conditions: (name: string) => ReadonlyArray<TaskCondition> | undefined;
   /** Handler calls, in order (all tasks, or one). */
   readonly calls: (name?: string) => ReadonlyArray<HandlerCall>;
   /** API writes the controller made (finalizer, status, delete), in order. */
@@ -244,6 +258,7 @@ export const simulate = <Task, R = never, Spec = unknown>(
   const contextOf = (facts: TaskFacts, phase: Phase, info: CallInfo): CallContext => {
     const { metadata } = facts;
     const keys = taskLogKeys(metadata, phase, info.reconcileID);
+    const at = clock.now();
     const line =
       (level: LoggedLine["level"]) =>
       (message: string, fields: Readonly<Record<string, unknown>> = {}) =>
@@ -251,13 +266,13 @@ export const simulate = <Task, R = never, Spec = unknown>(
     return {
       phase,
       attempt: info.attempt,
-      now: clock.now(),
+      now: at,
       signal: info.signal,
       log: { debug: line("debug"), info: line("info"), warn: line("warn"), error: line("error") },
       objects,
       ownTask: ownTaskOf(metadata),
       ownRecord: ownRecordOf(metadata.uid),
-      clock: () => clock.now(),
+      clock: () => at,
       events: {
         record: (eventType, reason, note) =>
           controller.recordEvent({ uid: metadata.uid, name: metadata.name, eventType, reason, note }),
@@ -414,12 +429,25 @@ export const simulate = <Task, R = never, Spec = unknown>(
     );
   };
 
+  const step = async (): Promise<"ran" | "advanced" | "idle"> => {
+    const ran = controller.runUntilIdle();
+    const calls = inFlight.size;
+    await settle();
+    if (ran > 0 || calls > 0) return "ran";
+    const next = controller.nextTimer();
+    if (next === undefined) return "idle";
+    controller.advanceAndRun(Math.max(0, next - clock.now()));
+    await settle();
+    return "advanced";
+  };
+
   return {
     create,
     createUnchecked: create,
     delete: (name) => check(server.delete(namespace, name)),
     patch: (name, patch) => check(server.patch(namespace, name, patch)),
     run: () => controller.runUntilIdle(),
+    step,
     advance: (ms) => controller.advanceAndRun(ms),
     settle,
     crash: () => controller.crash(),
@@ -430,6 +458,8 @@ export const simulate = <Task, R = never, Spec = unknown>(
     exists: (name) => stored(name) !== undefined,
     state: (name) => factsOf(name)?.status.state,
     status: (name) => factsOf(name)?.status,
+    result: (name) => storedResult(stored(name)),
+    conditions: (name) => storedConditions(stored(name)),
     calls: (name) => byName(controller.calls, name),
     writes: (name) => byName(controller.writes, name),
     events: (name) => byName(controller.events, name),

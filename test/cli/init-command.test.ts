@@ -60,6 +60,10 @@ describe("opstask init", () => {
     expect(Object.keys(manifest.devDependencies)).toEqual(
       expect.arrayContaining(["vitest", "fast-check", "typescript", "@kubernetes/client-node"]),
     );
+    // The generated Dockerfile bundles with rolldown after `npm ci`; Node as opstask itself needs it.
+    const own = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8"));
+    expect(manifest.devDependencies.rolldown).toBe(own.peerDependencies.rolldown);
+    expect(manifest.engines).toEqual({ node: own.engines.node });
   });
 
   it("takes opstask from a tarball path, copied into the project and named relatively", async () => {
@@ -166,6 +170,8 @@ describe("opstask init", () => {
 
   it("fails naming the package when opstask's manifest lacks a version it copies", async () => {
     const names = { name: "x", kind: "X", group: "a.b", version: "v1", plural: "xs" };
-    await expect(projectFiles(names, { version: "1.0.0" }, "^1.0.0")).rejects.toThrow(/no version of effect/);
+    await expect(
+      projectFiles(names, { version: "1.0.0", engines: { node: ">=22.19" } }, "^1.0.0"),
+    ).rejects.toThrow(/no version of effect/);
   });
 });

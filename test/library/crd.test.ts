@@ -4,13 +4,19 @@
  * structural form. The generated CRDs are applied to a real apiserver by the examples' and
  * crd-rules' integration tests.
  */
+
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import * as Schema from "effect/Schema";
 import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { emptyObject } from "../../src/api/schema-helpers.ts";
+import { scheduleCrd } from "../../src/crd.ts";
 import { configUnion } from "../../src/library/config-union.ts";
-import { celRule, withDefault } from "../../src/library/crd/schema-annotations.ts";
+import { celRule, maxChars, withDefault } from "../../src/library/crd/schema-annotations.ts";
 import { structuralSchema } from "../../src/library/crd/structural-schema.ts";
 import { taskCrd } from "../../src/library/crd/task-crd.ts";
+import { repoRoot } from "../support/cluster.ts";
 
 const converted = (schema: Schema.Top) => {
   const result = structuralSchema(schema);
@@ -163,7 +169,7 @@ describe("structuralSchema never loses a check silently", () => {
     );
     expect(errors).toEqual([
       expect.stringMatching(
-        /^spec\.name: the check "a value with a length of at least 2" has no exact form in a CRD; express it with celRule/,
+        /^spec\.name: the check "a value with a length of at least 2" has no exact form in a CRD; count characters with maxChars\(n\) or minChars\(n\)/,
       ),
       expect.stringMatching(
         /^spec\.tags\[\]: the check "a value with a length of at most 8" has no exact form/,
@@ -192,6 +198,50 @@ describe("structuralSchema never loses a check silently", () => {
       maxItems: 3,
       "x-kubernetes-validations": [rule],
     });
+  });
+});
+
+describe("structuralSchema walks a config union's members as it walks the top level", () => {
+  const specWith = (member: Schema.ConstraintCodec<object, unknown, never, never>) =>
+    Schema.Struct({ config: configUnion({ copy: Copy, archive: member }) });
+
+  it("refuses a member's pattern without the u flag and its UTF-16 string length, naming each field and the fix", () => {
+    const result = taskCrd(
+      kind,
+      specWith(
+        Schema.Struct({
+          bucket: Schema.String.check(Schema.isPattern(/^[a-z]+$/)),
+          label: Schema.String.check(Schema.isMaxLength(8)),
+          ratio: Schema.Number.check(Schema.isGreaterThan(0)),
+        }),
+      ),
+    );
+    expect(result).toEqual({
+      ok: false,
+      errors: [
+        'spec.config.archive.bucket: the check "a string matching the RegExp ^[a-z]+$" has no exact form in a CRD; give the RegExp the `u` flag (/…/u), whose syntax JSON Schema shares',
+        'spec.config.archive.label: the check "a value with a length of at most 8" has no exact form in a CRD; count characters with maxChars(n) or minChars(n) from opstask/crd (code points, as the apiserver counts a string\'s length)',
+      ],
+    });
+  });
+
+  it("writes a member's Schema.Number bounds, and maxChars as the maxLength both sides count in code points", () => {
+    const Archive = Schema.Struct({
+      label: Schema.String.check(maxChars(2)),
+      ratio: Schema.Number.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(10)),
+    });
+    const archive = converted(specWith(Archive)).properties?.config?.properties?.archive;
+    expect(archive?.properties?.ratio).toEqual({
+      type: "number",
+      minimum: 0,
+      exclusiveMinimum: true,
+      maximum: 10,
+    });
+    expect(archive?.properties?.label).toEqual({ type: "string", maxLength: 2 });
+    // Two characters outside the Basic Multilingual Plane: four UTF-16 units, two code points.
+    const decode = Schema.decodeUnknownResult(Archive);
+    expect(decode({ label: "😀😀", ratio: 1 })._tag).toBe("Success");
+    expect(decode({ label: "😀😀😀", ratio: 1 })._tag).toBe("Failure");
   });
 });
 
@@ -246,5 +296,16 @@ describe("taskCrd", () => {
   it("rejects a mutable field the spec does not have", () => {
     const result = taskCrd(kind, Spec, { mutableFields: ["nope"] });
     expect(result).toEqual({ ok: false, errors: ["mutableFields: spec has no field nope"] });
+  });
+});
+
+describe("opstask/crd's scheduleCrd", () => {
+  it("is the TaskSchedule CRD the package ships in deploy/crds", () => {
+    const result = scheduleCrd();
+    if (!result.ok) return expect.fail(result.errors.join("\n"));
+    const shipped = parse(
+      readFileSync(join(repoRoot, "deploy", "crds", "opstask.gardener.cloud_taskschedules.yaml"), "utf8"),
+    );
+    expect(JSON.parse(JSON.stringify(result.crd))).toEqual(shipped);
   });
 });

@@ -12,7 +12,8 @@
  * (which builds nothing here: the binaries are in the shared cache).
  * Last, a project written by the installed `opstask init`: a second config member added in the three
  * places its README names, its own tests run (simulate() property, real kube-apiserver), then its
- * src/main.ts under kubectl: `kubectl wait --for=condition=Succeeded` and status.result.
+ * controller as its generated Dockerfile and Deployment run it (bundled, their node flags and env, the
+ * generated RBAC) under kubectl: `kubectl wait --for=condition=Succeeded` and status.result.
  */
 import { execFile, spawn } from "node:child_process";
 import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -23,6 +24,7 @@ import { dirname, join, resolve } from "node:path";
 import { promisify, stripVTControlCharacters } from "node:util";
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 import { waitFor } from "../support/wait.ts";
 import { importGraph, packageName } from "./import-graph.ts";
@@ -340,6 +342,53 @@ describe("an example's own real-API-server test through opstask/testing", () => 
   }, 320_000);
 });
 
+/**
+ * How the generated image runs the controller, read from the project's deploy/: the Dockerfile's
+ * bundle step and ENTRYPOINT (its node flags, the bundle under /app), and the Deployment's container
+ * env (a fieldRef to the pod's namespace resolved as the kubelet does).
+ */
+const generatedImage = (project: string) => {
+  const dockerfile = readFileSync(join(project, "deploy", "Dockerfile"), "utf8");
+  const bundle = /^RUN npx (opstask bundle .*)$/m.exec(dockerfile)?.[1]?.split(" ");
+  const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1];
+  if (bundle === undefined || entrypoint === undefined)
+    throw new Error(`no bundle step or ENTRYPOINT in:\n${dockerfile}`);
+  const [, ...args] = JSON.parse(entrypoint) as ReadonlyArray<string>;
+  const deployment = parseAllDocuments(readFileSync(join(project, "deploy", "deployment.yaml"), "utf8"))
+    .map((document) => document.toJS() as GeneratedDeployment)
+    .find((object) => object.kind === "Deployment");
+  const container = deployment?.spec.template.spec.containers[0];
+  if (deployment === undefined || container === undefined)
+    throw new Error("no Deployment in deploy/deployment.yaml");
+  const env = Object.fromEntries(
+    container.env.map(({ name, value, valueFrom }) => {
+      if (value !== undefined) return [name, value];
+      if (valueFrom?.fieldRef?.fieldPath === "metadata.namespace")
+        return [name, deployment.metadata.namespace];
+      throw new Error(`env ${name}: no value this test can give`);
+    }),
+  );
+  return { bundle, args: args.map((arg) => arg.replace(/^\/app\//, "")), env };
+};
+
+interface GeneratedDeployment {
+  readonly kind: string;
+  readonly metadata: { readonly namespace: string };
+  readonly spec: {
+    readonly template: {
+      readonly spec: {
+        readonly containers: ReadonlyArray<{
+          readonly env: ReadonlyArray<{
+            readonly name: string;
+            readonly value?: string;
+            readonly valueFrom?: { readonly fieldRef?: { readonly fieldPath?: string } };
+          }>;
+        }>;
+      };
+    };
+  };
+}
+
 /** What a failed child process said, for the assertion message (vitest prints it whole). */
 const outputOf = (error: { readonly stdout?: string; readonly stderr?: string }) =>
   stripVTControlCharacters(`${error.stdout ?? ""}\n${error.stderr ?? String(error)}`);
@@ -450,7 +499,7 @@ describe("a project written by opstask init", () => {
   describe("under kubectl", () => {
     const cluster = useControlPlane();
 
-    it("runs src/main.ts on the generated CRD under the generated RBAC: kubectl wait --for=condition=Succeeded, status.result", async () => {
+    it("runs the bundled controller with the generated Deployment's node flags, env and RBAC: kubectl wait --for=condition=Succeeded, status.result", async () => {
       await inScaffold("npm", ["run", "--silent", "crd"], { timeout: 60_000 });
       const files = await inScaffold("npm", ["run", "--silent", "deploy"], { timeout: 60_000 });
       expect(files).toContain("deploy/rbac.yaml");
@@ -474,21 +523,26 @@ describe("a project written by opstask init", () => {
         controllerKubeconfig,
         plane.kubeConfigForToken(token, "webhooks-controller").exportConfig(),
       );
+      const image = generatedImage(scaffold);
+      // The Dockerfile's bundle step, as `docker build` runs it after `npm ci`.
+      await inScaffold("npx", image.bundle, { timeout: 180_000 });
+      // The pod's environment: the Deployment's variables, with the in-cluster ServiceAccount as a
+      // kubeconfig and probes and metrics on free loopback ports (main.ts reads both addresses).
       const controllerEnv = {
+        ...image.env,
         KUBECONFIG: controllerKubeconfig,
-        LEADER_ELECTION_ID: "webhooks-controller",
-        POD_NAMESPACE: "webhooks-system",
         PROBES_ADDRESS: "127.0.0.1:0",
         METRICS_ADDRESS: "127.0.0.1:0",
       };
+      expect(image.env.NODE_OPTIONS).toBeDefined();
       const server = createServer((request, response) =>
         response.writeHead(request.method === "POST" ? 202 : 405).end(),
       );
       await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-      const operator = spawn(process.execPath, ["src/main.ts"], {
+      const operator = spawn(process.execPath, image.args, {
         cwd: scaffold,
-        env: { ...process.env, ...controllerEnv },
+        env: controllerEnv,
         stdio: ["ignore", "pipe", "pipe"],
       });
       let output = "";

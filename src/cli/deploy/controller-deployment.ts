@@ -2,10 +2,12 @@
  * The Deployment of a kind's controller, modelled on the flagship's deploy/deployment.yaml: one
  * replica with leader election (old pod first, so the Lease passes at once), probes on :8081, secure
  * metrics on :8443, a non-root, read-only, capability-free container with a small /tmp, the flagship's
- * requests and limits, and its Node settings (node-settings.ts).
+ * requests and limits, and its Node settings (node-settings.ts), followed by the operator's own
+ * environment (`env`; one named NODE_OPTIONS or MALLOC_ARENA_MAX replaces the generated one).
  */
 import { type ControllerIdentity, labelsOf } from "./controller-rbac.ts";
 import { tunedNodeEnv } from "./node-settings.ts";
+import type { EnvVar } from "./operator-env.ts";
 
 export const probePort = 8081;
 export const metricsPort = 8443;
@@ -19,8 +21,13 @@ const probe = (path: string, periodSeconds: number, extra: Record<string, number
 export const controllerDeployment = (
   identity: ControllerIdentity,
   image: string,
+  env: ReadonlyArray<EnvVar> = [],
 ): Record<string, unknown> => {
   const labels = labelsOf(identity.name);
+  const given = new Set(env.map((variable) => variable.name));
+  const tuned = Object.entries(tunedNodeEnv)
+    .filter(([name]) => !given.has(name))
+    .map(([name, value]) => ({ name, value }));
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -49,7 +56,7 @@ export const controllerDeployment = (
               image,
               imagePullPolicy: "IfNotPresent",
               env: [
-                ...Object.entries(tunedNodeEnv).map(([name, value]) => ({ name, value })),
+                ...tuned,
                 // What the project's main module passes to runTaskController: leaderElection.name, probes, metrics.
                 { name: "LEADER_ELECTION_ID", value: identity.leaseName },
                 {
@@ -60,6 +67,7 @@ export const controllerDeployment = (
                 ...(identity.watchNamespaces === undefined
                   ? []
                   : [{ name: "WATCH_NAMESPACES", value: identity.watchNamespaces.join(",") }]),
+                ...env.map(({ name, value }) => ({ name, value })),
               ],
               ports: [
                 { name: "metrics", containerPort: metricsPort, protocol: "TCP" },

@@ -9,6 +9,7 @@ import type { ResourceRef } from "../../reconcile/task-kind.ts";
 import { controllerDeployment } from "./controller-deployment.ts";
 import { controllerDockerfile, type DockerfileBases } from "./controller-dockerfile.ts";
 import { type BoundRole, type ControllerIdentity, controllerRbac, labelsOf } from "./controller-rbac.ts";
+import type { EnvVar } from "./operator-env.ts";
 
 export interface DeployArtifactsInput {
   readonly resource: ResourceRef;
@@ -32,6 +33,8 @@ export interface DeployArtifactsOptions {
   readonly main?: string;
   /** The Dockerfile's bases (each pinned: controller-dockerfile.ts). */
   readonly bases?: DockerfileBases;
+  /** The operator's own environment variables for the controller container (operator-env.ts). */
+  readonly env?: ReadonlyArray<EnvVar>;
   /** The command that regenerates the files, named in their headers. */
   readonly regenerate: string;
 }
@@ -123,8 +126,8 @@ export const deployArtifacts = (
     {
       path: "deployment.yaml",
       text: yamlOf(
-        `${generated}\nThe image runs ${main}, which must call runTaskController with\n  leaderElection: { name: process.env.LEADER_ELECTION_ID, namespace: process.env.POD_NAMESPACE },\n${identity.watchNamespaces === undefined ? "" : '  namespace: process.env.WATCH_NAMESPACES?.split(","),\n'}  probes: "0.0.0.0:8081"${identity.secureMetrics ? ', metrics: { address: "0.0.0.0:8443" }' : ""}\nNODE_OPTIONS and MALLOC_ARENA_MAX are the flagship's memory settings (opstask's deploy/deployment.yaml\nsays why each); the image adds --optimize-for-size on node's command line.`,
-        [{ object: controllerDeployment(identity, image) }],
+        `${generated}\nThe image runs ${main}, which must call runTaskController with\n  leaderElection: { name: process.env.LEADER_ELECTION_ID, namespace: process.env.POD_NAMESPACE },\n${identity.watchNamespaces === undefined ? "" : '  namespace: process.env.WATCH_NAMESPACES?.split(","),\n'}  probes: "0.0.0.0:8081"${identity.secureMetrics ? ', metrics: { address: "0.0.0.0:8443" }' : ""}\nMemory: NODE_OPTIONS caps V8's heap (it sizes it from the node, not the container) and its young\ngeneration, and exposes gc so the controller returns a busy period's memory when it goes quiet;\nMALLOC_ARENA_MAX=2 stops glibc keeping an arena per thread; the image adds --optimize-for-size and\n--no-memory-reducer on node's command line. Add your own variables with --env NAME=VALUE (one named\nNODE_OPTIONS replaces the generated one, e.g. to add --jitless when no code of yours needs\nWebAssembly, which fetch does).`,
+        [{ object: controllerDeployment(identity, image, options.env ?? []) }],
       ),
     },
     {

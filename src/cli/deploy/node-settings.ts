@@ -1,18 +1,25 @@
 /**
- * The Node settings of the deployed controller, the same for the flagship (deploy/deployment.yaml)
- * and every kind's generated Deployment (a test compares the two): bounded V8 heaps, no optimizing
- * compiler, two malloc arenas, V8's size-over-speed heuristics, and the heap kept by the controller
- * itself, near what is live while busy and given back when it goes quiet (runtime/memory-return.ts:
- * `gc` exposed, V8's timed memory reducer off). Why each: deploy/deployment.yaml's comments, the Dockerfile's and
- * bench/PROFILE.md.
+ * The Node settings of a kind's generated Deployment, the flagship's (deploy/deployment.yaml; a test
+ * compares the two) but for `--jitless`: bounded V8 heaps, two malloc arenas, V8's size-over-speed
+ * heuristics, and the heap kept by the controller itself, near what is live while busy and given back
+ * when it goes quiet (runtime/memory-return.ts: `gc` exposed, V8's timed memory reducer off).
+ *
+ * `--jitless` turns WebAssembly off with the optimizing compiler. The flagship runs without
+ * WebAssembly (its HTTP is node:http); an operator's handlers need not: Node's global `fetch` parses
+ * HTTP with WebAssembly (undici's llhttp), and so does any package built on it, and Node running
+ * TypeScript sources strips their types with it. So a kind's controller keeps its JIT; one whose code needs no
+ * WebAssembly can add `--jitless` (`deploy-artifacts --env NODE_OPTIONS=...`) to trade CPU for memory.
  */
 import { v8FlagsVariable } from "../v8-flags.ts";
 
 /** The container's environment (NODE_OPTIONS takes only Node's allowed V8 flags). */
 export const tunedNodeEnv: Readonly<Record<string, string>> = {
-  NODE_OPTIONS: "--jitless --max-old-space-size=128 --max-semi-space-size=1 --expose-gc",
+  NODE_OPTIONS: "--max-old-space-size=128 --max-semi-space-size=1 --expose-gc",
   MALLOC_ARENA_MAX: "2",
 };
+
+/** What the flagship's NODE_OPTIONS has and a kind's leaves out (see above). */
+export const flagshipOnlyNodeOptions: ReadonlyArray<string> = ["--jitless"];
 
 /**
  * V8 flags NODE_OPTIONS does not take. `opstask controller` applies them from OPSTASK_V8_FLAGS; a

@@ -16,6 +16,7 @@ export interface ProjectFile {
 /** What package.json's versions come from: opstask's own manifest. */
 export interface OpstaskManifest {
   readonly version: string;
+  readonly engines?: Readonly<Record<string, string>>;
   readonly peerDependencies?: Readonly<Record<string, string>>;
   readonly devDependencies?: Readonly<Record<string, string>>;
 }
@@ -72,7 +73,8 @@ export const projectManifest = (
     private: true,
     // Node runs the .ts files as ES modules only with this ("commonjs" is npm init's default).
     type: "module",
-    engines: { node: ">=22.18" },
+    // The Node versions opstask itself runs on.
+    engines: { node: need(opstask.engines, "node") },
     scripts: {
       start: "node src/main.ts",
       test: "vitest run",
@@ -85,6 +87,8 @@ export const projectManifest = (
       "@kubernetes/client-node": peer("@kubernetes/client-node"),
       "@types/node": dev("@types/node"),
       "fast-check": dev("fast-check"),
+      // The Dockerfile's `opstask bundle` step (after `npm ci`) bundles with it.
+      rolldown: peer("rolldown"),
       typescript: dev("typescript"),
       vitest: dev("vitest"),
     },

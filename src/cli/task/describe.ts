@@ -53,6 +53,13 @@ export const renderDescription = (
     status.lastOperation === undefined ? "<none>" : `${phaseOf(status)}: ${status.lastOperation.description}`,
   );
   out += field("Why", why(view, now));
+  if (view.result !== undefined) out += field("Result", view.result);
+  const conditions = view.conditions ?? [];
+  if (conditions.length > 0) {
+    out += "\nConditions:\n";
+    for (const condition of conditions)
+      out += `  ${condition.type}=${condition.status}  ${condition.reason}: ${condition.message}\n`;
+  }
 
   out += "\nTimeline:\n";
   const created = view.createdAt;

@@ -36,6 +36,17 @@ export interface TaskView {
   /** Why the spec does not decode, one line per problem; empty when it does. */
   readonly invalid: ReadonlyArray<string>;
   readonly status: TaskStatus;
+  /** `status.result` as compact JSON, for a kind that writes one; undefined when there is none. */
+  readonly result?: string | undefined;
+  /** `status.conditions` (a library kind's, written with the final state); empty when there are none. */
+  readonly conditions?: ReadonlyArray<ConditionView>;
+}
+
+export interface ConditionView {
+  readonly type: string;
+  readonly status: string;
+  readonly reason: string;
+  readonly message: string;
 }
 
 const decodeStatus = SchemaParser.decodeUnknownResult(TaskStatusSchema);
@@ -76,6 +87,29 @@ const safeStatus = (status: TaskStatus): TaskStatus => ({
 const safe = (text: string | undefined): string | undefined =>
   text === undefined ? undefined : terminalText(text);
 
+const resultOf = (status: unknown): string | undefined => {
+  const result = get(status, "result");
+  return result === undefined ? undefined : terminalText(JSON.stringify(result));
+};
+
+const conditionsOf = (status: unknown): ReadonlyArray<ConditionView> => {
+  const conditions = get(status, "conditions");
+  if (!Array.isArray(conditions)) return [];
+  return conditions.flatMap((condition: unknown) => {
+    const type = str(get(condition, "type"));
+    return type === undefined
+      ? []
+      : [
+          {
+            type: terminalText(type),
+            status: terminalText(str(get(condition, "status")) ?? ""),
+            reason: terminalText(str(get(condition, "reason")) ?? ""),
+            message: terminalText(str(get(condition, "message")) ?? ""),
+          },
+        ];
+  });
+};
+
 export const viewOf = (kind: CliKind, object: KubeObject): TaskView => {
   const meta = object.metadata;
   const facts = kind.facts(object);
@@ -95,6 +129,8 @@ export const viewOf = (kind: CliKind, object: KubeObject): TaskView => {
     summary: safe(kind.summary(object)),
     invalid: (facts?.invalid ?? []).map(terminalText),
     status: safeStatus(facts?.status ?? (Result.isSuccess(status) ? status.success : {})),
+    result: resultOf(get(object, "status")),
+    conditions: conditionsOf(get(object, "status")),
   };
 };
 

@@ -13,6 +13,7 @@
 import type * as Schema from "effect/Schema";
 import * as SchemaAST from "effect/SchemaAST";
 import type { CelRule, OpenApiSchema } from "../../api/crd/openapi.ts";
+import { configMembersOf } from "../config-union.ts";
 
 type Mutable = { -readonly [K in keyof OpenApiSchema]: OpenApiSchema[K] };
 type Fragment = Readonly<Record<string, unknown>>;
@@ -57,10 +58,19 @@ const jsonTypeOf = (ast: SchemaAST.AST): JsonType | undefined => {
   }
 };
 
+/** Effect's string lengths, counted in UTF-16 units; the apiserver counts a string's code points. */
+const utf16Lengths = new Set([
+  "effect/schema/isMinLength",
+  "effect/schema/isMaxLength",
+  "effect/schema/isBetweenLength",
+]);
+
 const fixOf = (check: SchemaAST.Filter<unknown>): string => {
   const id = check.annotations?.representation?.id;
   if (id === "effect/schema/isPattern")
     return "give the RegExp the `u` flag (/…/u), whose syntax JSON Schema shares";
+  if (typeof id === "string" && utf16Lengths.has(id))
+    return "count characters with maxChars(n) or minChars(n) from opstask/crd (code points, as the apiserver counts a string's length)";
   return "express it with celRule({ rule, message }, predicate) from opstask/crd, or drop the check";
 };
 
@@ -187,6 +197,11 @@ class Walk {
         this.errors.push(
           `${path}: ${describe(filter)} needs ${unplaced.join(", ")}, which the CRD cannot hold here; ${fixOf(filter)}`,
         );
+      // A config union's members are schemas of their own behind one check: walk each.
+      const members = configMembersOf(filter.annotations);
+      const properties = node.properties as Record<string, Mutable> | undefined;
+      for (const [name, member] of Object.entries(members ?? {}))
+        this.visit(SchemaAST.toEncoded(member.ast), properties?.[name], `${path}.${name}`);
     }
   }
 }

@@ -5,10 +5,13 @@
  * - `celRule`: a check that the apiserver runs as a CEL rule (`x-kubernetes-validations`) and the
  *   decoder runs as a predicate, with one message for both;
  * - `withDefault`: a key that decodes to a default when absent, and whose CRD property declares the
- *   same `default` (the apiserver then stores it, so cluster objects and test objects look alike).
+ *   same `default` (the apiserver then stores it, so cluster objects and test objects look alike);
+ * - `maxChars`/`minChars`: a string's length in characters, which the CRD's `maxLength`/`minLength`
+ *   and the decoder count alike.
  */
 import * as Effect from "effect/Effect";
 import * as Schema from "effect/Schema";
+import type * as SchemaAST from "effect/SchemaAST";
 import type { CelRule } from "../../api/crd/openapi.ts";
 
 /**
@@ -32,3 +35,13 @@ export const withDefault =
     Schema.withDecodingDefaultKey<S["Rebuild"]>(Effect.succeed(value))(
       self.annotate({ ...annotations, default: value }),
     );
+
+/**
+ * A string of at most `n` characters, counted as the apiserver counts a CRD's `maxLength`: in code
+ * points, so the CRD's `maxLength: n` and the decoder agree on every string (Effect's `isMaxLength`
+ * counts UTF-16 units, which differ for characters outside the Basic Multilingual Plane).
+ */
+export const maxChars = (n: number): SchemaAST.Filter<string> => Schema.isMaxCodePoints(n);
+
+/** A string of at least `n` characters, counted in code points as the CRD's `minLength` is. */
+export const minChars = (n: number): SchemaAST.Filter<string> => Schema.isMinCodePoints(n);
