@@ -104,6 +104,7 @@ export {
 } from "./library/task-result.ts";
 export { machineVersion, type TaskMachine, taskMachine } from "./machine/task-machine.ts";
 export type {
+  AdmissionActivity,
   ConditionTypes,
   EncodedResult,
   KnownResult,

@@ -109,7 +109,12 @@ const lifecycle = setup({
     inProgress: ({ context }) => context.status.state === "InProgress",
     unsupported: ({ context }) => context.input.task.unsupported !== undefined,
     blockedByPeer: ({ context }) => blockingPeer(context.input.task, context.input.peers) !== undefined,
-    rejectsDuplicates: ({ context }) => context.input.config.duplicatePolicy === "reject",
+    // An expedited task waits for a working peer whatever the policy; it is never a duplicate.
+    rejectsDuplicates: ({ context }) =>
+      context.input.config.duplicatePolicy === "reject" && context.input.task.expedited !== true,
+    blockedByExclusivePeer: ({ context }) =>
+      context.input.task.expedited === true &&
+      blockingPeer(context.input.task, context.input.peers)?.activity === "exclusive",
     pastDeadline: ({ context }, { phase }: { phase: Phase }) => overDeadline(context, phase, context.now),
     backoffRunning: ({ context }) =>
       context.input.retryAt !== undefined && context.now < context.input.retryAt,
@@ -197,6 +202,22 @@ export const effects = lifecycle.extend({
         );
         if (peer === undefined || task.group === undefined) return status;
         const error = lifecycleErrors.duplicate(config.vocabulary, task.namespace, task.group, peer);
+        return withError(status, "Admit", error, context.now);
+      }),
+    ),
+    rejectBesideExclusive: lifecycle.assign(
+      edit((context) => {
+        const { task, peers, config } = context.input;
+        const peer = blockingPeer(task, peers);
+        const status = operate(
+          context,
+          enter(context, "Rejected"),
+          "admit",
+          "Failed",
+          describe.exclusivePeer(config.vocabulary, peer?.name ?? ""),
+        );
+        if (peer === undefined || task.group === undefined) return status;
+        const error = lifecycleErrors.exclusivePeer(config.vocabulary, task.namespace, task.group, peer);
         return withError(status, "Admit", error, context.now);
       }),
     ),
