@@ -41,6 +41,7 @@ export {
 export type { TaskPhase } from "./handlers/handler.ts";
 export type { ObjectGetter, OwnTask, TaskEventRecorder, TaskLogger } from "./handlers/handler-context.ts";
 export { ApiUnavailableCode } from "./handlers/objects-unavailable.ts";
+export type { TargetAtRest } from "./history/history-metrics.ts";
 export { EventRecorder } from "./interpreters/kubernetes/event-recorder.ts";
 export {
   KubeRequests,
