@@ -21,7 +21,7 @@ import {
   type TaskContext,
 } from "./task-events.ts";
 import { fromWireTime } from "./time.ts";
-import type { PassInput, Phase, TaskError } from "./types.ts";
+import type { PassInput, PeerTask, Phase, TaskError, Vocabulary } from "./types.ts";
 import { operationOf } from "./types.ts";
 
 // ---- derived facts the guards and actions share --------------------------------------------------
@@ -75,6 +75,24 @@ const operate = (
   state: "Completed" | "Failed" | "InProgress",
   description: string,
 ) => withOperation(status, operationOf[phase], state, description, context.input.runId, context.now);
+
+/** Rejected at Admit because of the peer that blocks it, with `errorOf`'s error naming that peer. */
+const rejectedForPeer = (
+  context: TaskContext,
+  text: string,
+  errorOf: (words: Vocabulary, namespace: string, group: string, peer: PeerTask) => TaskError,
+): TaskStatus => {
+  const { task, peers, config } = context.input;
+  const peer = blockingPeer(task, peers);
+  const status = operate(context, enter(context, "Rejected"), "admit", "Failed", text);
+  if (peer === undefined || task.group === undefined) return status;
+  return withError(
+    status,
+    "Admit",
+    errorOf(config.vocabulary, task.namespace, task.group, peer),
+    context.now,
+  );
+};
 
 export const requeue = (delayMs: number, reason: RequeueReason, context: TaskContext) => ({
   delayMs: Math.max(context.input.config.minRequeueMs, Math.ceil(delayMs)),
@@ -190,35 +208,19 @@ export const effects = lifecycle.extend({
       }),
     ),
     rejectDuplicate: lifecycle.assign(
-      edit((context) => {
-        const { task, peers, config } = context.input;
-        const peer = blockingPeer(task, peers);
-        const status = operate(
+      edit((context) =>
+        rejectedForPeer(
           context,
-          enter(context, "Rejected"),
-          "admit",
-          "Failed",
-          describe.duplicate(config.vocabulary),
-        );
-        if (peer === undefined || task.group === undefined) return status;
-        const error = lifecycleErrors.duplicate(config.vocabulary, task.namespace, task.group, peer);
-        return withError(status, "Admit", error, context.now);
-      }),
+          describe.duplicate(context.input.config.vocabulary),
+          lifecycleErrors.duplicate,
+        ),
+      ),
     ),
     rejectBesideExclusive: lifecycle.assign(
       edit((context) => {
-        const { task, peers, config } = context.input;
-        const peer = blockingPeer(task, peers);
-        const status = operate(
-          context,
-          enter(context, "Rejected"),
-          "admit",
-          "Failed",
-          describe.exclusivePeer(config.vocabulary, peer?.name ?? ""),
-        );
-        if (peer === undefined || task.group === undefined) return status;
-        const error = lifecycleErrors.exclusivePeer(config.vocabulary, task.namespace, task.group, peer);
-        return withError(status, "Admit", error, context.now);
+        const peer = blockingPeer(context.input.task, context.input.peers);
+        const text = describe.exclusivePeer(context.input.config.vocabulary, peer?.name ?? "");
+        return rejectedForPeer(context, text, lifecycleErrors.exclusivePeer);
       }),
     ),
     rejectUnsupported: lifecycle.assign(

@@ -4,9 +4,9 @@
  * quorum-loss recovery Reject its tasks at once with ERR_EXTERNALLY_MANAGED_MEMBERS naming the field;
  * a snapshot compaction needs only the backup store and runs (docs/contract.md §12).
  */
-import { Effect, Layer, Result } from "effect";
+import { Effect, Layer } from "effect";
 import { describe, expect, it } from "vitest";
-import { decodeEtcdOpsTask, type EtcdOpsTask } from "../../src/etcd/api/etcdopstask.ts";
+import type { EtcdOpsTask } from "../../src/etcd/api/etcdopstask.ts";
 import { nodeBackupRestoreHttpLayer } from "../../src/etcd/backup-restore-http-node.ts";
 import { nodeEtcdGatewayLayer } from "../../src/etcd/etcd-client.ts";
 import { MemoryObjects, memoryObjectReaderLayer } from "../../src/etcd/object-reader-memory.ts";
@@ -20,27 +20,11 @@ import { etcdHandlers } from "../../src/etcd/registry.ts";
 import { Resources } from "../../src/etcd/services.ts";
 import type { PhaseOutcome } from "../../src/index.ts";
 import { handlerContext } from "../../src/testing.ts";
-import { etcdName, etcdObject, namespace } from "./support/fixtures.ts";
+import { etcdName, etcdObject, namespace, taskOf } from "./support/fixtures.ts";
 
 const members = ["198.18.0.1", "198.18.0.2", "198.18.0.3"];
 
-const task = (config: Record<string, unknown>): EtcdOpsTask => {
-  const result = decodeEtcdOpsTask({
-    apiVersion: "druid.gardener.cloud/v1alpha1",
-    kind: "EtcdOpsTask",
-    metadata: {
-      name: "task-1",
-      namespace,
-      uid: "task-uid-1",
-      resourceVersion: "1",
-      generation: 1,
-      creationTimestamp: "2026-01-01T00:00:00Z",
-    },
-    spec: { etcdName, config },
-  });
-  if (Result.isFailure(result)) throw new Error(result.failure.message);
-  return result.success;
-};
+const task = (config: Record<string, unknown>): EtcdOpsTask => taskOf({ config });
 
 /** An Etcd that lost its quorum, as druid reports it: recovery's own Admit would pass. */
 const quorumLost = (externallyManaged: boolean) => {

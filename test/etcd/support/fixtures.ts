@@ -149,6 +149,8 @@ export interface TaskOptions {
   readonly etcdName?: string | null;
   readonly type?: "full" | "delta";
   readonly isFinal?: boolean;
+  /** The whole `spec.config` (another member); `type` and `isFinal` are then ignored. */
+  readonly config?: Readonly<Record<string, unknown>>;
 }
 
 /** F-TASK, decoded as the handler receives it. */
@@ -168,7 +170,7 @@ export const taskOf = (options: TaskOptions = {}): EtcdOpsTask => {
     spec: {
       ...(name === null ? {} : { etcdName: name }),
       ttlSecondsAfterFinished: 10,
-      config: {
+      config: options.config ?? {
         onDemandSnapshot: {
           type: options.type ?? "full",
           ...(options.isFinal === undefined ? {} : { isFinal: options.isFinal }),
