@@ -47,6 +47,7 @@ export type {
   TaskLogger,
 } from "./handlers/handler-context.ts";
 export { ApiUnavailableCode } from "./handlers/objects-unavailable.ts";
+export type { TargetAtRest } from "./history/history-metrics.ts";
 export { EventRecorder } from "./interpreters/kubernetes/event-recorder.ts";
 export {
   KubeRequests,
@@ -111,6 +112,7 @@ export {
 } from "./library/task-result.ts";
 export { machineVersion, type TaskMachine, taskMachine } from "./machine/task-machine.ts";
 export type {
+  AdmissionActivity,
   ConditionTypes,
   EncodedResult,
   KnownResult,

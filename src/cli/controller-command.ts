@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect";
 import * as Logger from "effect/Logger";
 import * as References from "effect/References";
 import { etcdOpsTaskKind } from "../etcd/api/etcdopstask-kind.ts";
-import { makeEtcdCache } from "../etcd/object-reader-cached.ts";
+import { etcdAtRest, makeEtcdCache } from "../etcd/object-reader-cached.ts";
 import { etcdHandlerLayer, makeEtcdHandlers } from "../etcd/registry.ts";
 import { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
 import { controllerFieldManager } from "../kube/kube-client.ts";
@@ -71,8 +71,9 @@ export const serveController = async (
       ...(options.namespaces.length === 0 ? {} : { namespace: options.namespaces }),
       concurrency: options.concurrency,
       maxTaskBytes: options.maxTaskBytes,
-      // Last outcomes per Etcd and task type, kept after the TTL (docs/history-and-alerts.md).
-      history: {},
+      // Last outcomes per Etcd and task type, kept after the TTL (docs/history-and-alerts.md); a
+      // hibernated Etcd is at rest, which the snapshot-age alert leaves out.
+      history: { atRest: etcdAtRest(etcds) },
       duplicatePolicy: options.duplicatePolicy,
       handlerDefectLimit: options.handlerDefectLimit,
       crdManifest: "deploy/crds/",

@@ -6,11 +6,11 @@
  *
  * `resolve` is curl's `--resolve HOST:PORT:ADDRESS`: it changes only where the connection goes. The
  * URL, the `Host` header, the SNI and the certificate check still use HOST, so a test (or a controller
- * running outside the cluster) can reach `<etcd>-client.<ns>` without cluster DNS.
+ * running outside the cluster) can reach `<etcd>-client.<ns>.svc` without cluster DNS.
  */
 import type { ClientRequest, IncomingMessage } from "node:http";
 import { request as httpsRequest, type RequestOptions } from "node:https";
-import type { LookupFunction } from "node:net";
+import { isIP, type LookupFunction } from "node:net";
 import * as Effect from "effect/Effect";
 import * as Layer from "effect/Layer";
 import * as Result from "effect/Result";
@@ -31,6 +31,8 @@ export interface NodeBackupRestoreHttpOptions {
 
 interface Target {
   readonly url: URL;
+  /** The URL's host name, an IPv6 address without its brackets. */
+  readonly host: string;
   readonly secure: boolean;
   readonly port: number;
   readonly lookup: LookupFunction | undefined;
@@ -70,9 +72,10 @@ const targetOf = (
       return yield* invalid(`invalid timeout ${request.timeoutMs} ms`);
     }
     const port = url.port === "" ? (secure ? 443 : 80) : Number(url.port);
-    const lookup = dialLookup(resolve, url.hostname, port);
+    const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+    const lookup = dialLookup(resolve, host, port);
     if (Result.isFailure(lookup)) return yield* invalid(lookup.failure);
-    return { url, secure, port, lookup: lookup.success };
+    return { url, host, secure, port, lookup: lookup.success };
   });
 
 /**
@@ -95,7 +98,7 @@ const bodyTimeout = "context deadline exceeded (Client.Timeout or context cancel
 const open = (request: BackupRestoreRequest, target: Target): Exchange => {
   const options: RequestOptions = {
     protocol: target.url.protocol,
-    hostname: target.url.hostname,
+    hostname: target.host,
     port: target.port,
     path: `${target.url.pathname}${target.url.search}`,
     method: "POST",
@@ -104,7 +107,13 @@ const open = (request: BackupRestoreRequest, target: Target): Exchange => {
     agent: false,
     ...(target.lookup === undefined ? {} : { lookup: target.lookup }),
     ...(target.secure && request.ca !== undefined
-      ? { ca: request.ca, servername: request.servername, minVersion: "TLSv1.2", rejectUnauthorized: true }
+      ? {
+          ca: request.ca,
+          // SNI carries host names only (RFC 6066); an IP address is verified against the IP SANs.
+          ...(isIP(request.servername) === 0 ? { servername: request.servername } : {}),
+          minVersion: "TLSv1.2",
+          rejectUnauthorized: true,
+        }
       : {}),
   };
   const req: ClientRequest = target.secure ? httpsRequest(options) : http.request(options);

@@ -12,7 +12,7 @@
 import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
 import type { KubeObject } from "../advanced.ts";
-import { cacheObject, type GroupObjects, makeGroupObjects } from "../advanced.ts";
+import { cacheObject, type GroupObjects, makeGroupObjects, type TargetAtRest } from "../advanced.ts";
 import { decodeEtcd, type Etcd } from "./api/etcd.ts";
 import type { ObjectReaderShape } from "./services.ts";
 
@@ -44,8 +44,22 @@ export const makeEtcdCache = (): GroupObjects => makeGroupObjects(keepEtcd);
 export const cachedEtcdReader = (reader: ObjectReaderShape, etcds: GroupObjects): ObjectReaderShape => ({
   ...reader,
   getEtcd: (namespace, name) => {
-    const cached = etcds.get(namespace, name);
-    const etcd = cached === undefined ? undefined : decodedEtcds.get(cached);
+    const etcd = cachedEtcd(etcds, namespace, name);
     return etcd === undefined ? reader.getEtcd(namespace, name) : Effect.succeed(etcd);
   },
 });
+
+/** The Etcd the cache holds, decoded; undefined when it holds none, or one that does not decode. */
+export const cachedEtcd = (etcds: GroupObjects, namespace: string, name: string): Etcd | undefined => {
+  const cached = etcds.get(namespace, name);
+  return cached === undefined ? undefined : decodedEtcds.get(cached);
+};
+
+/**
+ * Whether the cache holds the Etcd hibernated (`spec.replicas: 0`, etcd-druid's hibernation): it takes
+ * no snapshots then, so `opstask_target_at_rest` says so and the snapshot-age alert leaves it out.
+ */
+export const etcdAtRest =
+  (etcds: GroupObjects): TargetAtRest =>
+  (namespace, name) =>
+    cachedEtcd(etcds, namespace, name)?.spec.replicas === 0;

@@ -10,6 +10,7 @@ import type { TaskConfig } from "./api/config/task-config.ts";
 import type { EtcdOpsTask } from "./api/etcdopstask.ts";
 import { nodeBackupRestoreHttpLayer } from "./backup-restore-http-node.ts";
 import { type EtcdGateway, nodeEtcdGatewayLayer } from "./etcd-client.ts";
+import { refuseExternallyManaged, refusingExternallyManaged } from "./externally-managed.ts";
 import { cachedEtcdReader } from "./object-reader-cached.ts";
 import { makeKubernetesObjectReader } from "./object-reader-kubernetes.ts";
 import { onDemandMaintenanceHandler } from "./on-demand-maintenance/handler.ts";
@@ -33,6 +34,12 @@ export interface EtcdHandlerOptions {
   readonly compaction?: OnDemandSnapshotCompactionHandlerOptions;
 }
 
+const refuseExternalRecovery = refuseExternallyManaged(
+  "recoverFromQuorumLoss",
+  "recovery rebuilds etcd-druid's StatefulSet, volumes and member Leases, and these members have none of them",
+  "recover the members where they run, from the backup store",
+);
+
 /**
  * One handler per member of the config union (a member without one does not compile), each given its
  * member's typed config (`memberHandlers`), configured: a task author cannot choose what the
@@ -45,7 +52,7 @@ export const makeEtcdHandlers = (
     onDemandSnapshot: onDemandSnapshotHandler,
     onDemandMaintenance: onDemandMaintenanceHandler,
     onDemandSnapshotCompaction: makeOnDemandSnapshotCompactionHandler(options.compaction),
-    recoverFromQuorumLoss: recoverFromQuorumLossHandler,
+    recoverFromQuorumLoss: refusingExternallyManaged(recoverFromQuorumLossHandler, refuseExternalRecovery),
   });
 
 /** The handlers with their defaults (the default compaction image, no other image allowed). */

@@ -1,7 +1,11 @@
 /**
  * The controller's curl-style `--resolve HOST:PORT:ADDRESS` rules, shared by the backup-restore and
  * etcd clients: only where a connection goes changes; the URL, `Host`, SNI and certificate check keep
- * HOST, so a controller outside the cluster (or a test) reaches `<etcd>-client.<ns>` without its DNS.
+ * HOST, so a controller outside the cluster (or a test) reaches `<etcd>-client.<ns>.svc` without its DNS.
+ *
+ * A rule for `NAME` also routes `NAME.svc` when no rule names `NAME.svc` itself: the snapshot call
+ * dialled `<etcd>-client.<ns>` before it followed etcd-druid v0.38.1 to `<etcd>-client.<ns>.svc`, and the
+ * rules written for that name keep working.
  */
 import { isIP, type LookupFunction } from "node:net";
 import * as Result from "effect/Result";
@@ -43,9 +47,12 @@ const indexOf = (
   return index;
 };
 
+const svcSuffix = ".svc";
+
 /**
  * The lookup to dial `host:port` with: undefined when no rule matches (normal DNS), a fixed answer when
- * one does (host compared case-insensitively, `"*"` matching any port; the first match wins). Fails with
+ * one does (host compared case-insensitively, `"*"` matching any port; the first match wins, a rule
+ * for the host itself before one for the name without `.svc`). Fails with
  * a message when the matching rule's address is not an IP address.
  */
 export const dialLookup = (
@@ -53,9 +60,12 @@ export const dialLookup = (
   host: string,
   port: number,
 ): Result.Result<LookupFunction | undefined, string> => {
-  const rule = indexOf(resolve)
-    .get(host.toLowerCase())
-    ?.find((entry) => entry.port === "*" || entry.port === port);
+  const index = indexOf(resolve);
+  const name = host.toLowerCase();
+  const matching = (candidate: string) =>
+    index.get(candidate)?.find((entry) => entry.port === "*" || entry.port === port);
+  const rule =
+    matching(name) ?? (name.endsWith(svcSuffix) ? matching(name.slice(0, -svcSuffix.length)) : undefined);
   if (rule === undefined) return Result.succeed(undefined);
   return isIP(rule.address) === 0
     ? Result.fail(`resolve override for ${rule.host}: "${rule.address}" is not an IP address`)

@@ -52,7 +52,7 @@ export class ObjectReader extends Context.Service<ObjectReader, ObjectReaderShap
 
 /**
  * A POST to the backup-restore server. The server certificate is verified against `servername` (the
- * logical host `<etcd>-client.<ns>`), with `ca` (PEM, one or more certificates) as the only trust
+ * host of the URL: `<etcd>-client.<ns>.svc` or a member address), with `ca` (PEM, one or more certificates) as the only trust
  * anchors; no client certificate is sent. `timeoutMs` bounds the whole exchange: connect, TLS
  * handshake, response headers and, when it is read, the body.
  */

@@ -8,7 +8,10 @@
  *   namespace, history-entry.ts), never the tasks;
  * - `opstask_history_write_failures_total`: history writes that failed (kept and retried later);
  * - `opstask_history_evictions_total`: entries dropped to stay within the bounds;
- * - `opstask_history_pending`: outcomes seen but not yet written.
+ * - `opstask_history_pending`: outcomes seen but not yet written;
+ * - `opstask_target_at_rest{kind,namespace,target}`: 1 while a target the history shows takes no
+ *   tasks by design (an etcd hibernated to 0 replicas), else 0; only with `atRest`. An alert on a
+ *   target's last success leaves such targets out (`unless on (namespace, target) … == 1`).
  */
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { HistoryEntry } from "./history-entry.ts";
@@ -30,11 +33,15 @@ export const noHistoryMetrics: HistoryMetrics = {
 
 export const historyMetricLabels = ["kind", "namespace", "target", "type"] as const;
 
+/** Whether a target takes no tasks now by design (an etcd hibernated), read when metrics are scraped. */
+export type TargetAtRest = (namespace: string, target: string) => boolean;
+
 export const makeHistoryMetrics = (
   registry: Registry,
   kind: string,
   pending: () => number,
   prefix = "opstask_",
+  atRest?: TargetAtRest,
 ): HistoryMetrics => {
   const lastSuccess = new Gauge({
     name: `${prefix}task_last_success_timestamp_seconds`,
@@ -66,6 +73,23 @@ export const makeHistoryMetrics = (
       this.set(pending());
     },
   });
+  // The targets the history shows, by namespace/target, with how many of their types it shows.
+  const shown = new Map<
+    string,
+    { readonly namespace: string; readonly target: string; types: Set<string> }
+  >();
+  if (atRest !== undefined)
+    new Gauge({
+      name: `${prefix}target_at_rest`,
+      help: "1 while a target the history shows takes no tasks by design (an etcd hibernated to 0 replicas), else 0",
+      labelNames: ["kind", "namespace", "target"],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const { namespace, target } of shown.values())
+          this.set({ kind, namespace, target }, atRest(namespace, target) ? 1 : 0);
+      },
+    });
   const labels = (namespace: string, entry: Pick<HistoryEntry, "target" | "type">) => ({
     kind,
     namespace,
@@ -74,12 +98,21 @@ export const makeHistoryMetrics = (
   });
   return {
     show: (namespace, entry) => {
+      const key = `${namespace}/${entry.target}`;
+      const known = shown.get(key);
+      if (known === undefined)
+        shown.set(key, { namespace, target: entry.target, types: new Set([entry.type]) });
+      else known.types.add(entry.type);
       if (entry.lastSuccessAt !== undefined)
         lastSuccess.set(labels(namespace, entry), entry.lastSuccessAt / 1000);
       if (entry.lastFailureAt !== undefined)
         lastFailure.set(labels(namespace, entry), entry.lastFailureAt / 1000);
     },
     forget: (namespace, entry) => {
+      const key = `${namespace}/${entry.target}`;
+      const known = shown.get(key);
+      known?.types.delete(entry.type);
+      if (known?.types.size === 0) shown.delete(key);
       lastSuccess.remove(labels(namespace, entry));
       lastFailure.remove(labels(namespace, entry));
     },

@@ -17,7 +17,7 @@ import { readMetadataAndStatusPlainly } from "../api/plain-read.ts";
 import type { PolicyRule } from "../api/policy-rule.ts";
 import type { TaskStatus } from "../api/status.ts";
 import { TaskStatusSchema } from "../api/status-schema.ts";
-import type { ConditionTypes, PhaseOutcome } from "../machine/types.ts";
+import type { AdmissionActivity, ConditionTypes, PhaseOutcome } from "../machine/types.ts";
 import type {
   CachedMetadata,
   Decoded,
@@ -77,6 +77,21 @@ export interface TaskKindAccessors<Task> {
    * one is Rejected (`ERR_DUPLICATE_TASK`) or queued, per the duplicate policy. Absent: never conflicts.
    */
   readonly admissionGroup?: (task: Task) => string | undefined;
+  /**
+   * Optional, with `admissionGroup`: a task that is admitted next in its group under either duplicate
+   * policy, for tasks a system creates and then waits for (etcd-druid's presync snapshots): before the
+   * Pending tasks that are not expedited, beside InProgress ones that only wait (`admissionActivity`),
+   * after those that work, never Rejected as a duplicate; Rejected at once with ERR_PEER_TASK_EXCLUSIVE
+   * while a peer is `exclusive`. Decide it from what the task author cannot choose freely, or say
+   * what it lets an author do.
+   */
+  readonly expedited?: (task: Task) => boolean;
+  /**
+   * Optional: what an InProgress task does to its group now, as expedited peers see it: `waiting`
+   * (nothing yet, e.g. for a confirmation), `working` (the default) or `exclusive` (it changes what the
+   * group stands for). Read only from what the cache keeps (`cachedMetadata`).
+   */
+  readonly admissionActivity?: (task: Task) => AdmissionActivity;
   /** The config member that selects the handler (`configMember(task.spec.config)`). */
   readonly member: (task: Task) => string;
   readonly status: (task: Task) => TaskStatus | undefined;
@@ -218,7 +233,7 @@ const schemaDecoder = <Task>(
 const defineFullTaskKind = <Task extends { readonly metadata: TaskMeta }, Encoded = unknown, Result = never>(
   definition: TaskKindDefinition<Task, Encoded, Result>,
 ): LibraryTaskKind<Task, SpecOf<Encoded>, Result> => {
-  const { admissionGroup, member, status, ttlSeconds } = definition;
+  const { admissionGroup, admissionActivity, expedited, member, status, ttlSeconds } = definition;
   const conditions = conditionTypesOf(definition.conditions);
   const maxResultBytes = checkMaxResultBytes(definition.maxResultBytes ?? DefaultMaxResultBytes);
   return {
@@ -248,10 +263,13 @@ const defineFullTaskKind = <Task extends { readonly metadata: TaskMeta }, Encode
       : { undecodedFacts: undecodedFactsWith(definition.readTtlSeconds) }),
     facts: (task) => {
       const group = admissionGroup?.(task);
+      const activity = admissionActivity?.(task) ?? "working";
       return {
         metadata: task.metadata,
         ttlSeconds: ttlSeconds(task),
         ...(group === undefined ? {} : { group }),
+        ...(group !== undefined && expedited?.(task) === true ? { expedited: true } : {}),
+        ...(activity === "working" ? {} : { activity }),
         member: member(task),
         status: status(task) ?? {},
       };
@@ -297,6 +315,8 @@ export interface SpecTaskKindDefinition<Spec extends TaskSpecSchema, Result = ne
       | "vocabulary"
       | "defaultTtlSeconds"
       | "admissionGroup"
+      | "expedited"
+      | "admissionActivity"
       | "readTtlSeconds"
       | "cachedMetadata"
       | "rbacRules"

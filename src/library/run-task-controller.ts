@@ -20,7 +20,7 @@ import * as References from "effect/References";
 import * as Scope from "effect/Scope";
 import type { HandlerRegistry } from "../handlers/handler.ts";
 import { historyLimitsOf } from "../history/history-entry.ts";
-import { makeHistoryMetrics } from "../history/history-metrics.ts";
+import { makeHistoryMetrics, type TargetAtRest } from "../history/history-metrics.ts";
 import { historyConfigMapName } from "../history/history-store.ts";
 import { makePhaseAges, registerPhaseAgeMetrics } from "../history/phase-ages.ts";
 import { type HistoryLog, makeTaskHistory, type TaskHistory } from "../history/task-history.ts";
@@ -166,9 +166,15 @@ export interface TaskControllerBaseOptions<Task, R> extends LifecycleOptions {
    * and `…_last_failure_…` (read back when an instance takes over). Off when absent. Bounded: at most
    * `maxEntries` target × type pairs (default 200) and `maxBytes` (default 128 KiB) per namespace; the
    * least useful entries are evicted and logged. Needs create of ConfigMaps and get, list and update of
-   * that one by name (docs/history-and-alerts.md).
+   * that one by name (docs/history-and-alerts.md). With `atRest`, also
+   * `opstask_target_at_rest{kind,namespace,target}`: whether a target takes no tasks now by design
+   * (an etcd hibernated), so that an alert on a last success can leave it out.
    */
-  readonly history?: { readonly maxEntries?: number; readonly maxBytes?: number };
+  readonly history?: {
+    readonly maxEntries?: number;
+    readonly maxBytes?: number;
+    readonly atRest?: TargetAtRest;
+  };
 }
 
 export type TaskControllerOptions<Task, R = never> = TaskControllerBaseOptions<Task, R> & ServicesOption<R>;
@@ -268,7 +274,15 @@ export const runTaskController = async <Task, R = never>(
       limits: historyLimitsOf(options.history),
       ...(registry === undefined
         ? {}
-        : { metrics: makeHistoryMetrics(registry, kind.resource.kind, () => history?.pending() ?? 0) }),
+        : {
+            metrics: makeHistoryMetrics(
+              registry,
+              kind.resource.kind,
+              () => history?.pending() ?? 0,
+              "opstask_",
+              options.history.atRest,
+            ),
+          }),
       log: (level, message, fields) => logBeside(level, message, fields),
     });
   }

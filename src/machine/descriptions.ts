@@ -18,6 +18,8 @@ export const describe = {
     `${words.kind} for the same ${words.group} is already in progress`,
   queued: (words: Vocabulary, peer: PeerTask): string =>
     `Waiting for ${words.kind} ${peer.name} on the same ${words.group} to finish`,
+  exclusivePeer: (words: Vocabulary, peer: string): string =>
+    `${words.kind} ${peer} holds the same ${words.group} exclusively`,
   deadline: (type: OperationType): string => `Task ${type} phase exceeded its deadline`,
   /** Druid's text when a handler leaves its description empty. */
   fallback: (type: OperationType, state: OperationState, task: string): string =>
@@ -53,6 +55,11 @@ export const lifecycleErrors = {
     code: "ERR_DUPLICATE_TASK",
     message: "duplicate task found",
     cause: `${withArticle(words.kind)} for ${words.group} ${namespace}/${group} is already present (task: ${peer.name})`,
+  }),
+  exclusivePeer: (words: Vocabulary, namespace: string, group: string, peer: PeerTask): TaskError => ({
+    code: "ERR_PEER_TASK_EXCLUSIVE",
+    message: `${words.group} is held exclusively`,
+    cause: `${words.kind} ${peer.name} is changing ${words.group} ${namespace}/${group}; create this task again once it has finished`,
   }),
   unsupported: (code: UnsupportedCode, reason: string): TaskError => ({
     code,

@@ -94,6 +94,7 @@ export const taskMachine = effects.createMachine({
         },
         gateDuplicate: {
           always: [
+            { guard: "blockedByExclusivePeer", target: "#task.rejected", actions: "rejectBesideExclusive" },
             { guard: "rejectsDuplicates", target: "#task.rejected", actions: "rejectDuplicate" },
             { target: "queued" },
           ],

@@ -21,7 +21,7 @@ import {
   type TaskContext,
 } from "./task-events.ts";
 import { fromWireTime } from "./time.ts";
-import type { PassInput, Phase, TaskError } from "./types.ts";
+import type { PassInput, PeerTask, Phase, TaskError, Vocabulary } from "./types.ts";
 import { operationOf } from "./types.ts";
 
 // ---- derived facts the guards and actions share --------------------------------------------------
@@ -76,6 +76,24 @@ const operate = (
   description: string,
 ) => withOperation(status, operationOf[phase], state, description, context.input.runId, context.now);
 
+/** Rejected at Admit because of the peer that blocks it, with `errorOf`'s error naming that peer. */
+const rejectedForPeer = (
+  context: TaskContext,
+  text: string,
+  errorOf: (words: Vocabulary, namespace: string, group: string, peer: PeerTask) => TaskError,
+): TaskStatus => {
+  const { task, peers, config } = context.input;
+  const peer = blockingPeer(task, peers);
+  const status = operate(context, enter(context, "Rejected"), "admit", "Failed", text);
+  if (peer === undefined || task.group === undefined) return status;
+  return withError(
+    status,
+    "Admit",
+    errorOf(config.vocabulary, task.namespace, task.group, peer),
+    context.now,
+  );
+};
+
 export const requeue = (delayMs: number, reason: RequeueReason, context: TaskContext) => ({
   delayMs: Math.max(context.input.config.minRequeueMs, Math.ceil(delayMs)),
   reason,
@@ -109,7 +127,12 @@ const lifecycle = setup({
     inProgress: ({ context }) => context.status.state === "InProgress",
     unsupported: ({ context }) => context.input.task.unsupported !== undefined,
     blockedByPeer: ({ context }) => blockingPeer(context.input.task, context.input.peers) !== undefined,
-    rejectsDuplicates: ({ context }) => context.input.config.duplicatePolicy === "reject",
+    // An expedited task waits for a working peer whatever the policy; it is never a duplicate.
+    rejectsDuplicates: ({ context }) =>
+      context.input.config.duplicatePolicy === "reject" && context.input.task.expedited !== true,
+    blockedByExclusivePeer: ({ context }) =>
+      context.input.task.expedited === true &&
+      blockingPeer(context.input.task, context.input.peers)?.activity === "exclusive",
     pastDeadline: ({ context }, { phase }: { phase: Phase }) => overDeadline(context, phase, context.now),
     backoffRunning: ({ context }) =>
       context.input.retryAt !== undefined && context.now < context.input.retryAt,
@@ -185,19 +208,19 @@ export const effects = lifecycle.extend({
       }),
     ),
     rejectDuplicate: lifecycle.assign(
-      edit((context) => {
-        const { task, peers, config } = context.input;
-        const peer = blockingPeer(task, peers);
-        const status = operate(
+      edit((context) =>
+        rejectedForPeer(
           context,
-          enter(context, "Rejected"),
-          "admit",
-          "Failed",
-          describe.duplicate(config.vocabulary),
-        );
-        if (peer === undefined || task.group === undefined) return status;
-        const error = lifecycleErrors.duplicate(config.vocabulary, task.namespace, task.group, peer);
-        return withError(status, "Admit", error, context.now);
+          describe.duplicate(context.input.config.vocabulary),
+          lifecycleErrors.duplicate,
+        ),
+      ),
+    ),
+    rejectBesideExclusive: lifecycle.assign(
+      edit((context) => {
+        const peer = blockingPeer(context.input.task, context.input.peers);
+        const text = describe.exclusivePeer(context.input.config.vocabulary, peer?.name ?? "");
+        return rejectedForPeer(context, text, lifecycleErrors.exclusivePeer);
       }),
     ),
     rejectUnsupported: lifecycle.assign(

@@ -62,6 +62,15 @@ export interface ConditionTypes {
   readonly failed: string;
 }
 
+/**
+ * What an InProgress task is doing to its group, as an expedited peer sees it (absent: `working`):
+ * - `waiting`: nothing yet (it waits for a confirmation, say); an expedited task runs beside it;
+ * - `working`: an expedited task waits for it to finish, whatever the duplicate policy;
+ * - `exclusive`: it is changing what the group stands for (an etcd's members); an expedited task is
+ *   Rejected at once (ERR_PEER_TASK_EXCLUSIVE), so that whoever waits for it learns so at once.
+ */
+export type AdmissionActivity = "waiting" | "working" | "exclusive";
+
 /** Another task of the same admission group, as the cache shows it. */
 export interface PeerTask {
   readonly name: string;
@@ -76,6 +85,10 @@ export interface PeerTask {
    * over, though a foreign finalizer may keep the object for ever, so it blocks nobody either.
    */
   readonly released?: boolean;
+  /** An expedited task (`TaskObservation.expedited`): it goes before the peers that are not. */
+  readonly expedited?: true;
+  /** What it does to the group while InProgress; absent: `working`. */
+  readonly activity?: AdmissionActivity;
 }
 
 /** Why a task cannot run at all (see `TaskObservation.unsupported`). */
@@ -97,6 +110,11 @@ export interface TaskObservation {
   readonly ttlSeconds: number;
   /** The admission group (druid: `spec.etcdName`); tasks without one never conflict. */
   readonly group?: string;
+  /**
+   * Admitted next in its group whatever the duplicate policy (machine/admission.ts): before the Pending
+   * peers that are not expedited, beside InProgress peers that only wait, never Rejected as a duplicate.
+   */
+  readonly expedited?: true;
   /**
    * Set when the task cannot run: no handler exists for its config (ERR_UNSUPPORTED_TASK), it does
    * not decode (ERR_INVALID_TASK), or it is too large to cache (ERR_TASK_TOO_LARGE). It is Rejected

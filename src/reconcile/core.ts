@@ -259,7 +259,7 @@ interface GroupRecord {
 
 const signatures = new Map<string, string>();
 const signatureOf = (facts: TaskFacts): string => {
-  const text = `${facts.status.state ?? "-"}|${facts.metadata.deletionTimestamp === undefined ? "" : "deleting"}`;
+  const text = `${facts.status.state ?? "-"}|${facts.metadata.deletionTimestamp === undefined ? "" : "deleting"}|${facts.activity ?? ""}`;
   const known = signatures.get(text);
   if (known !== undefined) return known;
   signatures.set(text, text);
@@ -834,7 +834,8 @@ export class TaskCore<Task> {
 
   /**
    * Records `key` in its group with its facts (undefined: the task is gone). Answers whether what its
-   * peers' admission reads of it changed (it appeared, went, or changed state or deleting).
+   * peers' admission reads of it changed (it appeared, went, or changed state, deleting or activity;
+   * `expedited` follows from the spec and its name, which do not change).
    */
   #updateMember(key: string, record: KeyRecord<Task>, facts: TaskFacts | undefined): boolean {
     const previous = record.group;

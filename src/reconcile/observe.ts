@@ -23,6 +23,7 @@ export const observe = (facts: TaskFacts, supported: ReadonlyArray<string>): Tas
     ...(Number.isInteger(version) ? { machineVersion: version } : {}),
     ttlSeconds: facts.ttlSeconds,
     ...(facts.group === undefined ? {} : { group: facts.group }),
+    ...(facts.expedited === true ? { expedited: true } : {}),
     ...unsupportedOf(facts, supported),
     status: facts.status,
   };
@@ -57,6 +58,8 @@ export const asPeer = (facts: TaskFacts, finalizer: string): PeerTask => {
     state: facts.status.state,
     deleting,
     ...(deleting && !(facts.metadata.finalizers ?? []).includes(finalizer) ? { released: true } : {}),
+    ...(facts.expedited === true ? { expedited: true } : {}),
+    ...(facts.activity === undefined ? {} : { activity: facts.activity }),
   };
 };
 

@@ -7,7 +7,7 @@
 import type * as Schema from "effect/Schema";
 import type { PolicyRule } from "../api/policy-rule.ts";
 import type { TaskStatus } from "../api/status.ts";
-import type { ConditionTypes, Vocabulary } from "../machine/types.ts";
+import type { AdmissionActivity, ConditionTypes, Vocabulary } from "../machine/types.ts";
 import { type OversizedTask, oversizedOf, tooLargeReason } from "./oversized-task.ts";
 
 export interface ResourceRef {
@@ -36,6 +36,10 @@ export interface TaskFacts {
   readonly ttlSeconds: number;
   /** The admission group: tasks of one group in one namespace are admitted one at a time. */
   readonly group?: string;
+  /** Admitted next in its group (`TaskKindAccessors.expedited`). */
+  readonly expedited?: true;
+  /** What it does to its group while InProgress (`TaskKindAccessors.admissionActivity`); absent: working. */
+  readonly activity?: AdmissionActivity;
   /** The config member that selects the handler, e.g. `onDemandSnapshot`. */
   readonly member: string;
   readonly status: TaskStatus;
@@ -112,6 +116,8 @@ export interface CachedMetadata {
   readonly labels?: boolean;
   /** Keep these annotations (default none). */
   readonly annotations?: ReadonlyArray<string>;
+  /** Keep the task's ownerReferences (default false): who created it, for `expedited`. */
+  readonly ownerReferences?: boolean;
 }
 
 /**

@@ -5,8 +5,8 @@
  * Kept: the top-level fields (apiVersion, kind, spec, status: the decoder reads them whole) and, of
  * the metadata, the identity (name, namespace, uid, resourceVersion, generation, creationTimestamp),
  * deletionTimestamp, finalizers (a finalizer patch sends the whole list) and the annotations the
- * lifecycle reads (its machine version) or the kind asks for; labels only when the kind asks for
- * them (`TaskKind.cachedMetadata`). Dropped: other labels and annotations, ownerReferences,
+ * lifecycle reads (its machine version) or the kind asks for; labels and ownerReferences only when the
+ * kind asks for them (`TaskKind.cachedMetadata`). Dropped: other labels and annotations,
  * managedFields and the rest. Nothing needs a hash to notice a change: the resourceVersion does.
  *
  * Bounded: a task whose copy measures over `maxBytes` (cache-object.ts) is kept as a stub
@@ -30,7 +30,11 @@ export interface TaskCacheOptions {
 export const taskCacheKeep = (options: TaskCacheOptions): ((object: KubeObject) => KubeObject) => {
   const { maxBytes, cachedMetadata } = options;
   const shape: MetadataShape = {
-    fields: new Set(cachedMetadata?.labels === true ? [...lifecycleMetadata, "labels"] : lifecycleMetadata),
+    fields: new Set([
+      ...lifecycleMetadata,
+      ...(cachedMetadata?.labels === true ? ["labels"] : []),
+      ...(cachedMetadata?.ownerReferences === true ? ["ownerReferences"] : []),
+    ]),
     annotations: new Set([machineVersionAnnotation, ...(cachedMetadata?.annotations ?? [])]),
   };
   return (object) => {

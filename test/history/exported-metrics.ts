@@ -25,7 +25,14 @@ export const exportedMetrics = async (): Promise<ReadonlyMap<string, ReadonlySet
     apiLostSeconds: () => 0,
   });
   const registry: Registry = metrics.registry;
-  makeHistoryMetrics(registry, "EtcdOpsTask", () => 0);
+  // `opstask controller` passes `atRest` (a hibernated Etcd), which adds opstask_target_at_rest.
+  makeHistoryMetrics(
+    registry,
+    "EtcdOpsTask",
+    () => 0,
+    "opstask_",
+    () => false,
+  );
   registerPhaseAgeMetrics(registry, "EtcdOpsTask", makePhaseAges(), 600_000);
   const exported = new Map<string, Set<string>>();
   const add = (name: string, labels: ReadonlyArray<string>) =>

@@ -124,6 +124,14 @@ export const situations: Record<string, PassInput> = {
     peers: [olderPeer],
     config: { ...config, duplicatePolicy: "queue" },
   }),
+  "expedited, behind a working peer (reject)": input({
+    task: { ...claimed, expedited: true },
+    peers: [{ ...olderPeer, state: "InProgress" }],
+  }),
+  "expedited, beside an exclusive peer": input({
+    task: { ...claimed, expedited: true },
+    peers: [{ ...olderPeer, state: "InProgress", activity: "exclusive" }],
+  }),
   "admission past its deadline": input({
     task: { ...claimed, createdAt: now - 60_000 },
     config: withDeadline,

@@ -60,10 +60,15 @@ export const EtcdConfigSchema = Schema.Struct({
   clientUrlTls: Schema.optionalKey(TLSConfigSchema),
 });
 
+/** `spec.externallyManagedMemberAddresses` (etcd-druid v0.38.1): members druid runs no pods, Services or PDB for. */
+export const ExternallyManagedField = "spec.externallyManagedMemberAddresses";
+
 export const EtcdSpecSchema = Schema.Struct({
   replicas: Int32,
   backup: BackupSpecSchema,
   etcd: EtcdConfigSchema,
+  /** IP addresses or host names, without scheme or port (druid's CRD checks only that it has `replicas` entries). */
+  externallyManagedMemberAddresses: Schema.optionalKey(Schema.Array(Schema.String)),
 });
 
 /** Druid's Etcd CRD requires all six keys; only `type` and `status` are needed here. */
@@ -132,3 +137,10 @@ export const etcdClientPort = (etcd: Etcd): number => etcd.spec.etcd.clientPort 
 
 /** `<etcd>-client`: the Service in front of etcd and its backup-restore sidecar. */
 export const clientServiceName = (etcd: Etcd): string => `${etcd.metadata.name}-client`;
+
+/**
+ * The addresses of an Etcd's externally managed members; empty when druid manages its pods (druid's
+ * `ArePodsManagedByEtcdDruid`: an empty list counts as absent).
+ */
+export const externallyManagedMembers = (etcd: Etcd): ReadonlyArray<string> =>
+  etcd.spec.externallyManagedMemberAddresses ?? [];

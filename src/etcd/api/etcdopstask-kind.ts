@@ -8,6 +8,7 @@ import * as Schema from "effect/Schema";
 import * as SchemaParser from "effect/SchemaParser";
 import { isDns1123Subdomain } from "../../advanced.ts";
 import { configMember, defineTaskKind, TaskStatusSchema } from "../../index.ts";
+import { admissionActivityOf, isDruidPresyncTask } from "./admission-order.ts";
 import { recoveryTaskAnnotations } from "./config/recover-from-quorum-loss.ts";
 import {
   decodeEtcdOpsTask,
@@ -107,8 +108,12 @@ export const etcdOpsTaskKind = defineTaskKind<EtcdOpsTask>({
     task.spec.etcdName === undefined || (task.spec.etcdName !== "" && !isDns1123Subdomain(task.spec.etcdName))
       ? undefined
       : task.spec.etcdName,
+  // etcd-druid's presync snapshots go first; a recovery only waiting for its confirmation holds nothing.
+  expedited: isDruidPresyncTask,
+  admissionActivity: admissionActivityOf,
   member: (task) => configMember(task.spec.config),
   status: (task) => task.status,
-  // Quorum-loss recovery keeps its progress on the task and waits for a confirmation annotation.
-  cachedMetadata: { annotations: recoveryTaskAnnotations },
+  // Quorum-loss recovery keeps its progress on the task and waits for a confirmation annotation;
+  // the controller reference tells etcd-druid's own tasks.
+  cachedMetadata: { annotations: recoveryTaskAnnotations, ownerReferences: true },
 });

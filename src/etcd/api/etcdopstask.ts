@@ -17,6 +17,7 @@ import {
 } from "../../advanced.ts";
 import type { TaskStatus } from "../../index.ts";
 import { ObjectMeta, TaskStatusSchema } from "../../index.ts";
+import { OwnerReferenceSchema } from "../objects.ts";
 import type { Assignable } from "./assignable.ts";
 import { type TaskConfig, TaskConfigSchema } from "./config/task-config.ts";
 
@@ -42,11 +43,18 @@ export interface EtcdOpsTaskSpec {
   readonly config: TaskConfig;
 }
 
+/** The task's metadata, with its owner references: etcd-druid's own tasks are owned by their Etcd. */
+export const EtcdOpsTaskMeta = Schema.Struct({
+  ...ObjectMeta.fields,
+  ownerReferences: Schema.optionalKey(Schema.Array(OwnerReferenceSchema)),
+});
+export type EtcdOpsTaskMeta = typeof EtcdOpsTaskMeta.Type;
+
 /** A task as the apiserver returns it. */
 export interface EtcdOpsTask {
   readonly apiVersion: typeof ApiVersion;
   readonly kind: typeof Kind;
-  readonly metadata: ObjectMeta;
+  readonly metadata: EtcdOpsTaskMeta;
   readonly spec: EtcdOpsTaskSpec;
   readonly status?: TaskStatus;
 }
@@ -87,7 +95,7 @@ const ManifestSpecSchema = Schema.Struct({
 const typeMeta = { apiVersion: withDefault(ApiVersion), kind: withDefault(Kind) };
 const body = { spec: EtcdOpsTaskSpecSchema, status: Schema.optionalKey(TaskStatusSchema) };
 
-export const EtcdOpsTaskSchema = Schema.Struct({ ...typeMeta, metadata: ObjectMeta, ...body });
+export const EtcdOpsTaskSchema = Schema.Struct({ ...typeMeta, metadata: EtcdOpsTaskMeta, ...body });
 export const EtcdOpsTaskManifestSchema = Schema.Struct({
   ...typeMeta,
   metadata: ManifestMeta,

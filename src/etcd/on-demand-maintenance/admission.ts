@@ -5,17 +5,29 @@
  *
  * Unlike a snapshot, maintenance does NOT require backup (`spec.backup.store`): compaction and
  * defragmentation talk to etcd itself, never to the backup-restore sidecar. The lookup and the
- * readiness check are the snapshot handler's.
+ * readiness check are the snapshot handler's. An Etcd with externally managed members is refused
+ * (`ERR_EXTERNALLY_MANAGED_MEMBERS`): it has no client Service, and its members are not druid's pods,
+ * the only ones defragmentation calls (endpoint.ts).
  */
 import * as Effect from "effect/Effect";
 import type { Etcd } from "../api/etcd.ts";
 import type { EtcdOpsTask } from "../api/etcdopstask.ts";
+import { refuseExternallyManaged } from "../externally-managed.ts";
 import { AdmissionTexts, requireReady, taskEtcd } from "../on-demand-snapshot/admission.ts";
 import type { ObjectReader } from "../services.ts";
 import type { StepFailure } from "../step-failure.ts";
 
 export { AdmissionTexts };
 
-/** The Etcd when maintenance may run against it: it exists and is Ready (backup is not required). */
+const refuseExternal = refuseExternallyManaged(
+  "onDemandMaintenance",
+  "its members have no client Service and are not etcd-druid's pods, the only members defragmentation calls",
+  "compact and defragment them with etcdctl where they run",
+);
+
+/**
+ * The Etcd when maintenance may run against it: it exists, its members are druid's, and it is Ready
+ * (backup is not required).
+ */
 export const maintainableEtcd = (task: EtcdOpsTask): Effect.Effect<Etcd, StepFailure, ObjectReader> =>
-  taskEtcd(task).pipe(Effect.flatMap(requireReady));
+  taskEtcd(task).pipe(Effect.flatMap(refuseExternal), Effect.flatMap(requireReady));

@@ -3,7 +3,8 @@
  *
  * - Admit: the Etcd exists, has backup enabled and is Ready.
  * - Execute: the same checks (now `Failed` instead of `Rejected`), the backup-restore CA when TLS is on,
- *   then one POST to the sidecar. Repeating it is safe: a second snapshot is just another snapshot.
+ *   then one POST to the sidecar (request.ts says where). Repeating it is safe: a second snapshot is
+ *   just another snapshot.
  * - Cleanup: nothing to undo.
  */
 import * as Effect from "effect/Effect";
@@ -14,7 +15,7 @@ import type { EtcdOpsTask } from "../api/etcdopstask.ts";
 import type { BackupRestoreHttp, ObjectReader } from "../services.ts";
 import { AdmissionTexts, admissibleEtcd } from "./admission.ts";
 import { resolveBackupRestoreCA } from "./ca-resolution.ts";
-import { snapshotRequest, takeSnapshot } from "./request.ts";
+import { snapshotHost, snapshotRequest, takeSnapshot } from "./request.ts";
 import { outcomeOf } from "./step-failure.ts";
 
 export const CleanupCompleted = "Cleanup completed";
@@ -41,6 +42,7 @@ export const makeOnDemandSnapshotHandler = (
   return {
     admit: (task) =>
       admissibleEtcd(task).pipe(
+        Effect.flatMap(snapshotHost),
         Effect.as(completed(AdmissionTexts.admitPassed)),
         Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
         Effect.withSpan("OnDemandSnapshot.admit"),
@@ -50,8 +52,9 @@ export const makeOnDemandSnapshotHandler = (
       Effect.gen(function* () {
         const etcd = yield* admissibleEtcd(task);
         const tls = etcd.spec.backup.tls;
+        const host = yield* snapshotHost(etcd);
         const ca = tls === undefined ? undefined : yield* resolveBackupRestoreCA(etcd, tls);
-        return yield* takeSnapshot(config, snapshotRequest(etcd, config, timeoutMs(config), ca));
+        return yield* takeSnapshot(config, snapshotRequest(etcd, config, timeoutMs(config), ca, host));
       }).pipe(
         Effect.catchTag("HandlerStepFailure", (failure) => Effect.succeed(outcomeOf(failure))),
         Effect.withSpan("OnDemandSnapshot.execute"),

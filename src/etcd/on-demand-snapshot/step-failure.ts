@@ -13,6 +13,8 @@ export const ErrorCodes = {
   createHttpRequest: "ERR_CREATE_HTTP_REQUEST",
   executeHttpRequest: "ERR_EXECUTE_HTTP_REQUEST",
   createSnapshot: "ERR_CREATE_SNAPSHOT",
+  /** opstask's: an externally managed member address that is no IP and no host name. */
+  invalidMemberAddress: "ERR_INVALID_MEMBER_ADDRESS",
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
 

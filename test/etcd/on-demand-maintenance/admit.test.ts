@@ -89,6 +89,39 @@ describe("Execute checks the preconditions again, now final, before calling etcd
   });
 });
 
+describe("an Etcd with externally managed members is refused at once (spec.externallyManagedMemberAddresses)", () => {
+  const refused = {
+    kind: "failed",
+    description: "onDemandMaintenance is not supported for an Etcd with externally managed members",
+    error: {
+      code: "ERR_EXTERNALLY_MANAGED_MEMBERS",
+      message: "onDemandMaintenance does not support externally managed members",
+      cause:
+        "spec.externallyManagedMemberAddresses is set on etcd ns/test-etcd: its members have no client Service and are not etcd-druid's pods, the only members defragmentation calls; compact and defragment them with etcdctl where they run",
+    },
+  } as const;
+
+  it("Admit → failed (Rejected), even while the Etcd is not Ready", async () => {
+    const members = ["198.18.0.1", "198.18.0.2", "198.18.0.3"];
+    expect(await run("admit", maintenance, world([["etcd", etcdObject({ members })]]))).toEqual(refused);
+    expect(
+      await run("admit", maintenance, world([["etcd", etcdObject({ members, ready: "False" })]])),
+    ).toEqual(refused);
+  });
+
+  it("Execute → failed, no call to etcd", async () => {
+    fake = await startFakeGateway();
+    const objects = world([["etcd", etcdObject({ clientPort: fake.port, members: ["127.0.0.1"] })]]);
+    expect(await run("execute", maintenance, objects)).toEqual(refused);
+    expect(fake.calls).toEqual([]);
+  });
+
+  it("an empty list is no externally managed member: Admit check passed", async () => {
+    const outcome = await run("admit", maintenance, world([["etcd", etcdObject({ members: [] })]]));
+    expect(outcome).toEqual({ kind: "completed", description: "Admit check passed" });
+  });
+});
+
 describe("Cleanup", () => {
   it("has nothing to undo", async () => {
     expect(await run("cleanup", maintenance, world())).toEqual({

@@ -162,6 +162,8 @@ export interface EtcdOptions {
   /** false: `spec.backup: {}` (no store). */
   readonly backup?: boolean;
   readonly clientUrlTls?: Json;
+  /** `spec.externallyManagedMemberAddresses` (replicas follows its length). */
+  readonly members?: ReadonlyArray<string>;
 }
 
 export const etcdObject = (options: EtcdOptions = {}): Json => {
@@ -172,13 +174,14 @@ export const etcdObject = (options: EtcdOptions = {}): Json => {
     kind: "Etcd",
     metadata: { name: etcdName, namespace, uid: etcdUid },
     spec: {
-      replicas: 1,
+      replicas: options.members?.length ?? 1,
       labels: { app: etcdName },
       etcd: {
         ...(options.clientPort === undefined ? {} : { clientPort: options.clientPort }),
         ...(options.clientUrlTls === undefined ? {} : { clientUrlTls: options.clientUrlTls }),
       },
       backup: options.backup === true ? { store: { prefix: "test-prefix" } } : {},
+      ...(options.members === undefined ? {} : { externallyManagedMemberAddresses: options.members }),
     },
     ...(ready === "none"
       ? {}

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { Resources } from "../../../src/etcd/services.ts";
-import { etcdName, etcdObject, host, namespace, run, taskOf, world } from "../support/fixtures.ts";
+import { etcdName, etcdObject, namespace, run, svcHost, taskOf, world } from "../support/fixtures.ts";
 import { Mode, refusedPort, type StandIn, startStandIn } from "../support/stand-in.ts";
 
 let standIn: StandIn | undefined;
@@ -83,7 +83,7 @@ describe("Execute: preconditions again, now final as Failed (docs/contract.md §
 });
 
 describe("Execute: the HTTP call (docs/contract.md §5, §9)", () => {
-  it("200 full → completed 'Snapshot created successfully'; POST /snapshot/full to <etcd>-client.<ns>:<port>", async () => {
+  it("200 full → completed 'Snapshot created successfully'; POST /snapshot/full to <etcd>-client.<ns>.svc:<port>", async () => {
     const server = await serve(Mode.ok('{"kind":"Full"}'));
     const objects = world([["etcd", etcdObject({ port: server.port })]]);
     expect(await run("execute", taskOf(), objects)).toEqual({
@@ -95,7 +95,7 @@ describe("Execute: the HTTP call (docs/contract.md §5, §9)", () => {
         method: "POST",
         path: "/snapshot/full",
         query: "",
-        host: `${host}:${server.port}`,
+        host: `${svcHost}:${server.port}`,
       }),
     ]);
   });
@@ -186,7 +186,7 @@ describe("Execute: the HTTP call (docs/contract.md §5, §9)", () => {
     const outcome = await run("execute", taskOf(), objects);
     expect(outcome).toEqual(executeFailure);
     expect(outcome.kind === "retry" && outcome.error?.cause).toMatch(
-      new RegExp(`^Post "http://${host}:${port}/snapshot/full": .*ECONNREFUSED`),
+      new RegExp(`^Post "http://${svcHost}:${port}/snapshot/full": .*ECONNREFUSED`),
     );
   });
 
@@ -199,7 +199,7 @@ describe("Execute: the HTTP call (docs/contract.md §5, §9)", () => {
     expect(Date.now() - started).toBeLessThan(8_000);
     expect(outcome).toEqual(executeFailure);
     expect(outcome.kind === "retry" && outcome.error?.cause).toBe(
-      `Post "http://${host}:${server.port}/snapshot/delta": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`,
+      `Post "http://${svcHost}:${server.port}/snapshot/delta": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`,
     );
   });
 
@@ -220,7 +220,7 @@ describe("Execute: the HTTP call (docs/contract.md §5, §9)", () => {
       error: {
         code: "ERR_CREATE_HTTP_REQUEST",
         message: "failed to create HTTP request",
-        cause: `parse "http://${host}:70000/snapshot/full": invalid URL`,
+        cause: `parse "http://${svcHost}:70000/snapshot/full": invalid URL`,
       },
     });
   });

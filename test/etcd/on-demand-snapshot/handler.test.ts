@@ -49,9 +49,9 @@ describe("onDemandSnapshotHandler", () => {
     });
     expect(http.requests).toEqual([
       {
-        url: "http://test-etcd-client.ns:8080/snapshot/full",
+        url: "http://test-etcd-client.ns.svc:8080/snapshot/full",
         timeoutMs: 150_000,
-        servername: "test-etcd-client.ns",
+        servername: "test-etcd-client.ns.svc",
       },
     ]);
     expect(http.reads).toEqual([]);
@@ -64,7 +64,7 @@ describe("onDemandSnapshotHandler", () => {
       description: "Delta snapshot was skipped by backup-restore server",
     });
     expect(http.requests.map((r) => r.timeoutMs)).toEqual([60_000]);
-    expect(http.reads).toEqual(["http://test-etcd-client.ns:8080/snapshot/delta"]);
+    expect(http.reads).toEqual(["http://test-etcd-client.ns.svc:8080/snapshot/delta"]);
   });
 
   it("delta with status ≠ 200: the body is not read", async () => {

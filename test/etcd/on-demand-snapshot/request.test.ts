@@ -22,29 +22,29 @@ const config = (patch: Partial<OnDemandSnapshotConfig> = {}): OnDemandSnapshotCo
 describe("snapshot request (docs/contract.md §9)", () => {
   it("http://<etcd>-client.<ns>:8080/snapshot/full when spec.backup.port is absent", () => {
     expect(snapshotRequest(etcd(), config(), 900_000, undefined)).toEqual({
-      url: "http://test-etcd-client.ns:8080/snapshot/full",
+      url: "http://test-etcd-client.ns.svc:8080/snapshot/full",
       timeoutMs: 900_000,
-      servername: "test-etcd-client.ns",
+      servername: "test-etcd-client.ns.svc",
     });
   });
 
   it("the port is spec.backup.port; ?final=true only when isFinal", () => {
     expect(snapshotRequest(etcd({ port: 9090 }), config({ isFinal: true }), 1, undefined).url).toBe(
-      "http://test-etcd-client.ns:9090/snapshot/full?final=true",
+      "http://test-etcd-client.ns.svc:9090/snapshot/full?final=true",
     );
     expect(snapshotRequest(etcd({ port: 9090 }), config({ isFinal: false }), 1, undefined).url).toBe(
-      "http://test-etcd-client.ns:9090/snapshot/full",
+      "http://test-etcd-client.ns.svc:9090/snapshot/full",
     );
     expect(snapshotRequest(etcd(), config({ type: "delta" }), 1, undefined).url).toBe(
-      "http://test-etcd-client.ns:8080/snapshot/delta",
+      "http://test-etcd-client.ns.svc:8080/snapshot/delta",
     );
   });
 
   it("https with the CA when the backup-restore server serves TLS", () => {
     expect(snapshotRequest(etcd(), config(), 1, "PEM")).toEqual({
-      url: "https://test-etcd-client.ns:8080/snapshot/full",
+      url: "https://test-etcd-client.ns.svc:8080/snapshot/full",
       timeoutMs: 1,
-      servername: "test-etcd-client.ns",
+      servername: "test-etcd-client.ns.svc",
       ca: "PEM",
     });
   });

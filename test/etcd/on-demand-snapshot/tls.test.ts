@@ -1,7 +1,9 @@
 /**
  * docs/contract.md §5 TLS rows (§10) and §13 D8, against an HTTPS stand-in on 127.0.0.1 whose server
- * certificate names `test-etcd-client.ns` and is signed by a CA generated for the test (test PKI built on
- * node:crypto). The connection goes to 127.0.0.1 while URL, Host, SNI and verification use the logical host.
+ * certificate names only `test-etcd-client.ns.svc` (etcd-druid v0.38.1's `GetClientHostname`) and is signed by
+ * a CA generated for the test (test PKI built on node:crypto). The connection goes to 127.0.0.1, through the
+ * `--resolve` rule for the short name `test-etcd-client.ns`, while URL, Host, SNI and verification use the
+ * `.svc` host.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Resources } from "../../../src/etcd/services.ts";
@@ -11,12 +13,12 @@ import {
   type EtcdOptions,
   etcdName,
   etcdObject,
-  host,
   namespace,
   run,
   type StatefulSetOptions,
   secretObject,
   statefulSetObject,
+  svcHost,
   taskOf,
   world,
 } from "../support/fixtures.ts";
@@ -30,7 +32,7 @@ let standIn: StandIn;
 beforeAll(async () => {
   ca = makeCA();
   otherCA = makeCA("another test CA");
-  standIn = await startStandIn({ tls: makeServerCertificate(ca, [host]) });
+  standIn = await startStandIn({ tls: makeServerCertificate(ca, [svcHost]) });
 });
 afterAll(async () => {
   await standIn.close();
@@ -62,15 +64,15 @@ const tlsWorld = (spec: TlsWorld = {}) => {
 const created = { kind: "completed", description: "Snapshot created successfully" } as const;
 
 describe("TLS: the CA comes from the StatefulSet's backup-restore-ca volume (docs/contract.md §10)", () => {
-  it("https POST verified with the secret's CA; Host and SNI are <etcd>-client.<ns>, TLS ≥ 1.2, no client cert", async () => {
+  it("https POST verified with the secret's CA against a certificate naming only <etcd>-client.<ns>.svc; Host and SNI are that name, TLS ≥ 1.2, no client cert", async () => {
     const before = standIn.requests.length;
     expect(await run("execute", taskOf(), tlsWorld())).toEqual(created);
     expect(standIn.requests.slice(before)).toEqual([
       expect.objectContaining({
         method: "POST",
         path: "/snapshot/full",
-        host: `${host}:${standIn.port}`,
-        sni: host,
+        host: `${svcHost}:${standIn.port}`,
+        sni: svcHost,
         clientCertificate: false,
       }),
     ]);
@@ -225,7 +227,7 @@ describe("TLS: the CA comes from the StatefulSet's backup-restore-ca volume (doc
       error: { code: "ERR_EXECUTE_HTTP_REQUEST", message: "failed to execute HTTP request" },
     });
     expect(outcome.kind === "retry" && outcome.error?.cause).toMatch(
-      new RegExp(`^Post "https://${host}:${standIn.port}/snapshot/full": `),
+      new RegExp(`^Post "https://${svcHost}:${standIn.port}/snapshot/full": `),
     );
   });
 
@@ -236,7 +238,7 @@ describe("TLS: the CA comes from the StatefulSet's backup-restore-ca volume (doc
       objects.put(Resources.etcd, etcdObject({ port: wrongName.port, tls: { dataKey: "ca.crt" } }));
       const outcome = await run("execute", taskOf(), objects);
       expect(outcome).toMatchObject({ kind: "retry", error: { code: "ERR_EXECUTE_HTTP_REQUEST" } });
-      expect(outcome.kind === "retry" && outcome.error?.cause).toContain(host);
+      expect(outcome.kind === "retry" && outcome.error?.cause).toContain(svcHost);
     } finally {
       await wrongName.close();
     }

@@ -1,7 +1,8 @@
 /**
  * docs/contract.md §14 fixtures for handler tests (F-ETCD, F-TASK, F-TLS) in wire form, and a runner that calls
  * one handler phase with the in-memory ObjectReader and Node's HTTP client routed to the stand-in
- * (`--resolve <etcd>-client.<ns>:*:127.0.0.1`).
+ * (`--resolve <etcd>-client.<ns>:*:127.0.0.1`, the rule written before the snapshot host got its `.svc`:
+ * it routes `<etcd>-client.<ns>.svc` too).
  */
 import { Effect, Layer, Result } from "effect";
 import { decodeEtcdOpsTask, type EtcdOpsTask } from "../../../src/etcd/api/etcdopstask.ts";
@@ -19,7 +20,10 @@ import { memberContext } from "./member-context.ts";
 export const namespace = "ns";
 export const etcdName = "test-etcd";
 export const etcdUid = "0b5e2a52-etcd-uid";
+/** The client Service as etcd's own client (maintenance) addresses it. */
 export const host = `${etcdName}-client.${namespace}`;
+/** The host the snapshot call dials and verifies (etcd-druid v0.38.1's `GetClientHostname`). */
+export const svcHost = `${host}.svc`;
 export const caSecretName = "ca-etcdbr";
 
 type Json = Record<string, unknown>;
@@ -32,6 +36,8 @@ export interface EtcdOptions {
   readonly ready?: "True" | "False" | "none";
   readonly tls?: { readonly name?: string; readonly dataKey?: string };
   readonly uid?: string;
+  /** `spec.externallyManagedMemberAddresses`; `replicas` follows its length, as druid's CRD demands. */
+  readonly members?: ReadonlyArray<string>;
 }
 
 export const etcdObject = (options: EtcdOptions = {}): Json => {
@@ -53,7 +59,13 @@ export const etcdObject = (options: EtcdOptions = {}): Json => {
     apiVersion: "druid.gardener.cloud/v1alpha1",
     kind: "Etcd",
     metadata: { name: etcdName, namespace, uid: options.uid ?? etcdUid },
-    spec: { replicas: 1, labels: { app: etcdName }, etcd: {}, backup },
+    spec: {
+      replicas: options.members?.length ?? 1,
+      labels: { app: etcdName },
+      etcd: {},
+      backup,
+      ...(options.members === undefined ? {} : { externallyManagedMemberAddresses: options.members }),
+    },
     ...(ready === "none"
       ? {}
       : {
@@ -137,6 +149,8 @@ export interface TaskOptions {
   readonly etcdName?: string | null;
   readonly type?: "full" | "delta";
   readonly isFinal?: boolean;
+  /** The whole `spec.config` (another member); `type` and `isFinal` are then ignored. */
+  readonly config?: Readonly<Record<string, unknown>>;
 }
 
 /** F-TASK, decoded as the handler receives it. */
@@ -156,7 +170,7 @@ export const taskOf = (options: TaskOptions = {}): EtcdOpsTask => {
     spec: {
       ...(name === null ? {} : { etcdName: name }),
       ttlSecondsAfterFinished: 10,
-      config: {
+      config: options.config ?? {
         onDemandSnapshot: {
           type: options.type ?? "full",
           ...(options.isFinal === undefined ? {} : { isFinal: options.isFinal }),

@@ -1,6 +1,7 @@
 /**
- * `spec.config.recoverFromQuorumLoss`: recovery of a multi-member etcd cluster from a permanent
- * quorum loss, as etcd-druid's pull request #1358 declares it (its last revision, e541fbcc): four
+ * `spec.config.recoverFromQuorumLoss` (experimental): recovery of a multi-member etcd cluster from a
+ * permanent quorum loss, as etcd-druid's pull request #1358 declared it before it was closed unmerged
+ * (its last revision, e541fbcc): four
  * optional fields, the timeouts as Go duration strings with druid's pattern and no CRD default (the
  * defaults are the handler's: 60s, 180s, 300s), so that a task written for druid's member is accepted
  * and read alike. docs/contract.md §15 is the member's contract.
@@ -92,7 +93,10 @@ const fields = {
 export const RecoverFromQuorumLossBody = Schema.Struct(fields).annotate({
   description:
     "RecoverFromQuorumLoss defines the configuration for a task that recovers\n" +
-    "a multi-member etcd cluster from a permanent quorum loss.",
+    "a multi-member etcd cluster from a permanent quorum loss.\n" +
+    "Experimental: opstask's own member, after etcd-druid pull request #1358, which was closed\n" +
+    "without being merged (etcd-druid issue #1230 is open). No etcd-druid release declares it, and a\n" +
+    "future one may declare it differently.",
 });
 
 /** The decoded config: the fields as written (their defaults are the handler's, `timeoutsOf`). */
