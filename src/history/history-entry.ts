@@ -7,7 +7,7 @@
  * changes nothing, so a retried write, two controllers' writes or a replay after a conflict converge
  * on the same entry.
  */
-import { terminalText } from "../cli/task/terminal-text.ts";
+import { terminalText } from "../api/terminal-text.ts";
 import { compareCodeUnits } from "../code-unit-order.ts";
 import { boundedLabelValue } from "../runtime/metric-series.ts";
 

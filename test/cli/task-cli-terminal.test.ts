@@ -8,12 +8,12 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { beforeAll, describe, expect, it } from "vitest";
+import { terminalText } from "../../src/api/terminal-text.ts";
 import { MaxStatusTextLength } from "../../src/api/text-cap.ts";
 import { renderDescription } from "../../src/cli/task/describe.ts";
 import { etcdCliKind } from "../../src/cli/task/etcd-kind.ts";
 import { makeOpstaskCommands } from "../../src/cli/task/index.ts";
 import { viewOf } from "../../src/cli/task/task-view.ts";
-import { terminalText } from "../../src/cli/task/terminal-text.ts";
 import { createTestNamespace, repoRoot, useControlPlane } from "../support/cluster.ts";
 import { captureTaskIo } from "../support/task-io.ts";
 

@@ -2,11 +2,12 @@
  * How `opstask schedule get` and `describe` show a TaskSchedule: read leniently from the stored
  * object (a schedule the controller calls invalid is still shown), text made safe for a terminal.
  */
+
+import { terminalText } from "../../api/terminal-text.ts";
 import type { KubeObject } from "../../kube/object.ts";
 import { scheduledTimeAnnotation } from "../../schedule/run-names.ts";
 import type { ScheduleStatus } from "../../schedule/schedule-status.ts";
 import { formatTable } from "../task/table.ts";
-import { terminalText } from "../task/terminal-text.ts";
 
 type Json = Readonly<Record<string, unknown>>;
 const record = (value: unknown): Json =>

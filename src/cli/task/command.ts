@@ -7,11 +7,11 @@ import * as Cause from "effect/Cause";
 import * as Effect from "effect/Effect";
 import * as Exit from "effect/Exit";
 import * as Logger from "effect/Logger";
+import { terminalText } from "../../api/terminal-text.ts";
 import type { KubeError } from "../../kube/errors.ts";
 import { OptionError } from "../options.ts";
 import type { CliKind } from "./cli-kind.ts";
 import type { TaskIo } from "./io.ts";
-import { terminalText } from "./terminal-text.ts";
 
 /** What `prepare` hands back: the request program, and the kind it reads (named in an API error's hint). */
 export interface Prepared {

@@ -9,12 +9,12 @@ import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
 import * as Schedule from "effect/Schedule";
+import { terminalText } from "../../api/terminal-text.ts";
 import type { KubeError } from "../../kube/errors.ts";
 import { qualifiedName } from "./cli-kind.ts";
 import { type Cluster, deleteTask, getTask, listTasks } from "./cluster.ts";
 import { humanDuration } from "./human-duration.ts";
 import type { Output } from "./io.ts";
-import { terminalText } from "./terminal-text.ts";
 import { WaitExit } from "./wait.ts";
 
 export interface DeleteOptions {

@@ -8,6 +8,7 @@
  */
 import * as Effect from "effect/Effect";
 import * as Result from "effect/Result";
+import { terminalText } from "../../api/terminal-text.ts";
 import type { KubeError } from "../../kube/errors.ts";
 import { fromWireTime, toWireTime } from "../../machine/time.ts";
 import { type Cluster, getTask, listTaskEvents, type TaskEventRecord } from "./cluster.ts";
@@ -15,7 +16,6 @@ import { timeline, why } from "./explain.ts";
 import { humanDuration } from "./human-duration.ts";
 import type { Output } from "./io.ts";
 import { decodeLastError, phaseOf, type TaskView, viewOf } from "./task-view.ts";
-import { terminalText } from "./terminal-text.ts";
 
 const field = (label: string, value: string): string => `${`${label}:`.padEnd(13)}${value}\n`;
 

@@ -3,7 +3,7 @@
  * leniently: a task whose spec does not decode (written by hand, or for a newer CRD) is still listed
  * and described, with its decode errors, rather than hidden.
  *
- * Every text in a view is safe to print on a terminal (terminal-text.ts): describe, get's table, wait
+ * Every text in a view is safe to print on a terminal (src/api/terminal-text.ts): describe, get's table, wait
  * and explain print views, never the object. `-o json|yaml` print the object itself, exactly (JSON
  * with every control character as an escape, output.ts).
  */
@@ -11,10 +11,10 @@ import * as Result from "effect/Result";
 import * as SchemaParser from "effect/SchemaParser";
 import type { LastError, TaskStatus } from "../../api/status.ts";
 import { TaskStatusSchema } from "../../api/status-schema.ts";
+import { terminalText } from "../../api/terminal-text.ts";
 import type { KubeObject } from "../../kube/object.ts";
 import { fromWireTime } from "../../machine/time.ts";
 import type { CliKind } from "./cli-kind.ts";
-import { terminalText } from "./terminal-text.ts";
 
 export interface TaskView {
   readonly kind: CliKind;

@@ -1,4 +1,4 @@
-// The TLS material of the lab's etcd cluster (certificates.ts): one CA, and from it
+// The TLS material of the lab's etcd cluster (src/devcluster/certificates.ts): one CA, and from it
 //
 //   etcd server       etcd's client port; serverAuth and clientAuth (etcd's own gRPC gateway dials
 //                     etcd with it), for the client Service, every member under the peer Service,

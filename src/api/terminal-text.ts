@@ -6,7 +6,7 @@
  * backslash is left as it is, so a text spelling `\x1b` prints like one holding ESC but cannot act as
  * one. Texts are capped first as the controller caps what it writes (src/api/text-cap.ts).
  */
-import { capText } from "../../api/text-cap.ts";
+import { capText } from "./text-cap.ts";
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding them is what this module is for.
 const unsafe = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
