@@ -4,7 +4,7 @@
  */
 import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
-import { MaxTimerDelayMs } from "../runtime/timer-limit.ts";
+import { MaxTimerDelayMs } from "../timer-limit.ts";
 import { KubeError, toKubeError } from "./errors.ts";
 import type { ApiRequest, ApiResponse, KubeClient } from "./kube-client.ts";
 import type { RequestCounter, Verb } from "./request-metrics.ts";

@@ -25,7 +25,7 @@ import * as Option from "effect/Option";
 import * as Queue from "effect/Queue";
 import * as Result from "effect/Result";
 import type * as Scope from "effect/Scope";
-import { timerDelayMs } from "./timer-limit.ts";
+import { timerDelayMs } from "../timer-limit.ts";
 
 export interface WorkQueueOptions<E, R> {
   /** Workers, i.e. keys processed at once (at least 1). */

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { Effect } from "effect";
 import { afterEach, describe, expect, it } from "vitest";
 import { makeNodeEtcdGateway } from "../../src/etcd/etcd-client.ts";
-import { MaxTimerDelayMs, timerDelayMs } from "../../src/runtime/timer-limit.ts";
+import { MaxTimerDelayMs, timerDelayMs } from "../../src/timer-limit.ts";
 import { etcdObject, run, taskOf, world } from "./support/fixtures.ts";
 
 const hugeMs = 2_147_483_647 * 1000;

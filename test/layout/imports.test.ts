@@ -31,6 +31,42 @@ const imports = (): Array<{ readonly from: string; readonly to: string }> =>
 
 const under = (path: string, folder: string) => path === folder || path.startsWith(`${folder}/`);
 
+/**
+ * The floors, lowest first: a file imports only from its own floor or one below. The shared helpers at
+ * src/'s top (timer-limit.ts, node-http.ts, …) are the ground; the package entries other than the CLI's
+ * (index.ts, advanced.ts, testing.ts, crd.ts) sit under the flagship, which is built on them; the CLI
+ * and its entry (cli.ts) are the roof.
+ */
+const floors = [
+  "ground",
+  "api",
+  "kube",
+  "effects",
+  "machine",
+  "handlers",
+  "reconcile",
+  "interpreters",
+  "runtime",
+  "history",
+  "ui",
+  "inspect",
+  "devcluster",
+  "library",
+  "schedule",
+  "entries",
+  "etcd",
+  "cli",
+] as const;
+
+const packageEntries = new Set(["index.ts", "advanced.ts", "testing.ts", "crd.ts"]);
+
+const rank = (floor: string): number => (floors as ReadonlyArray<string>).indexOf(floor);
+
+const floorOf = (path: string): string => {
+  if (!path.includes("/")) return path === "cli.ts" ? "cli" : packageEntries.has(path) ? "entries" : "ground";
+  return path.split("/")[0] ?? "";
+};
+
 describe("the layout", () => {
   const graph = imports();
 
@@ -57,6 +93,22 @@ describe("the layout", () => {
   it("keeps the framework free of the CLI (only the opstask/cli entry, src/cli.ts, reaches into it)", () => {
     expect(
       graph.filter((edge) => !under(edge.from, "cli") && edge.from !== "cli.ts" && under(edge.to, "cli")),
+    ).toEqual([]);
+  });
+
+  it("imports only downward, in the floor order of docs/design-notes.md §21 (so no folder cycle)", () => {
+    const misplaced = graph
+      .map((edge) => ({ ...edge, fromFloor: floorOf(edge.from), toFloor: floorOf(edge.to) }))
+      .filter((edge) => edge.fromFloor !== edge.toFloor && rank(edge.toFloor) > rank(edge.fromFloor))
+      .map((edge) => `${edge.from} (${edge.fromFloor}) -> ${edge.to} (${edge.toFloor})`);
+    expect(misplaced).toEqual([]);
+  });
+
+  it("places every file on a floor (a new folder must be given one)", () => {
+    expect(
+      sourceFiles(src)
+        .map((file) => relative(src, file))
+        .filter((file) => rank(floorOf(file)) === -1),
     ).toEqual([]);
   });
 });

@@ -11,7 +11,7 @@ import * as Duration from "effect/Duration";
 import * as Effect from "effect/Effect";
 import type * as Schedule from "effect/Schedule";
 import { isRetryable, type KubeError } from "../../kube/errors.ts";
-import { MaxTimerDelayMs } from "../../runtime/timer-limit.ts";
+import { MaxTimerDelayMs } from "../../timer-limit.ts";
 import { type FaultOperation, recordFault } from "./fault-counter.ts";
 
 export interface WriteSubject {
