@@ -395,6 +395,6 @@ describe("a handler written without Effect (promiseHandler)", () => {
     await sim.settle();
     expect(sim.state("ok")).toBe("Succeeded");
     expect(sim.state("nope")).toBe("Failed");
-    expect(sim.status("nope")?.lastErrors?.[0]?.description).toContain("cause: mismatch");
+    expect(sim.status("nope")?.lastErrors?.[0]?.description).toContain("message: mismatch");
   });
 });
