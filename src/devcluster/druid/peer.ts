@@ -126,12 +126,14 @@ const buildFromTarball = async (tarball: string, log: (line: string) => void): P
 export const druidOverridden = (env: NodeJS.ProcessEnv = process.env): boolean =>
   [env.OPSTASK_DRUID_BINARY, env.OPSTASK_DRUID_SOURCE].some((value) => value !== undefined && value !== "");
 
+/** testbin's druid, run as `<chart>/bin/etcd-druid` (its field manager is the command's file name). */
 const testbinPeer = (paths: ReadonlyMap<string, string>): DruidPeer | undefined => {
-  const binary = paths.get("etcd-druid");
+  const built = paths.get("etcd-druid");
   const sourceDir = paths.get("etcd-druid-chart");
-  if (binary === undefined || sourceDir === undefined || !existsSync(binary) || !hasChart(sourceDir))
-    return undefined;
-  return { binary, sourceDir, revision: /etcd-druid-(v[^/]+)$/.exec(binary)?.[1] ?? "testbin" };
+  if (built === undefined || sourceDir === undefined || !hasChart(sourceDir)) return undefined;
+  const binary = join(sourceDir, "bin", "etcd-druid");
+  if (!existsSync(binary)) return undefined;
+  return { binary, sourceDir, revision: /etcd-druid-(v[^/]+)$/.exec(built)?.[1] ?? "testbin" };
 };
 
 /**
