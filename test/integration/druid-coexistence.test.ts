@@ -6,7 +6,7 @@
  * - each task gets exactly one snapshot POST (opstask's); every write druid tries on a task is refused;
  * - druid keeps running (no exit, no restart) and its Etcd controller keeps working;
  * - druid's Etcd controller may create the presync snapshot task it makes before it hibernates an Etcd
- *   (≥ v0.37), which opstask runs; druid then scales the Etcd's StatefulSet to 0;
+ *   (v0.38.1; since druid #1300), which opstask runs; druid then scales the Etcd's StatefulSet to 0;
  * - opstask deletes the tasks after their TTL;
  * - and without the policy, opstask notices druid on its task and says so (a Warning Event naming
  *   druid's field manager, and a log line) instead of fighting over it.
