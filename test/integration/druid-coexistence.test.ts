@@ -111,6 +111,16 @@ describe("opstask beside etcd-druid with deploy/coexistence", () => {
       throw error;
     }
   };
+  /** Every write druid's ServiceAccount tried on a task since `mark`, whatever its answer. */
+  const druidTaskWritesSince = (mark: number) =>
+    audit
+      .since(mark)
+      .filter(
+        (r) =>
+          r.user === druidUser &&
+          r.resource.startsWith("etcdopstasks") &&
+          !["get", "list", "watch"].includes(r.verb),
+      );
   const postsTo = (etcdName: string) =>
     standIn.requests.filter((r) => r.method === "POST" && r.host?.startsWith(`${etcdName}-client.`)).length;
   const foreignWriterEvents = async () =>
@@ -177,16 +187,7 @@ describe("opstask beside etcd-druid with deploy/coexistence", () => {
     // druid retries a refused write with its backoff (≤ its 15 s requeue interval): give it time to try.
     await sleep(16_000);
     expect(guarded.map((name) => postsTo(`etcd-${name}`))).toEqual(guarded.map(() => 1));
-    const druidTaskWrites = audit
-      .since(mark)
-      .filter(
-        (r) =>
-          r.user === druidUser &&
-          r.resource.startsWith("etcdopstasks") &&
-          r.verb !== "get" &&
-          r.verb !== "list" &&
-          r.verb !== "watch",
-      );
+    const druidTaskWrites = druidTaskWritesSince(mark);
     // Refused by the policy (403); some fail earlier, on a stale resourceVersion (409) or a task
     // already gone (404). None is applied.
     expect(druidTaskWrites.some((r) => r.code === 403)).toBe(true);
@@ -286,16 +287,7 @@ describe("opstask beside etcd-druid with deploy/coexistence", () => {
       60_000,
     );
     // druid's only applied write to a task was that create; the policy refused the rest.
-    const applied = audit
-      .since(mark)
-      .filter(
-        (r) =>
-          r.user === druidUser &&
-          r.resource.startsWith("etcdopstasks") &&
-          !["get", "list", "watch"].includes(r.verb) &&
-          r.code >= 200 &&
-          r.code < 300,
-      );
+    const applied = druidTaskWritesSince(mark).filter((r) => r.code >= 200 && r.code < 300);
     expect(applied.map((r) => `${r.verb} ${r.resource}`)).toEqual(["create etcdopstasks"]);
   }, 150_000);
 
