@@ -1,15 +1,21 @@
+import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { configDefaults, defineConfig } from "vitest/config";
 
 // Tests that run the real etcd-druid (test/integration/druid-*.test.ts, and test/e2e/druid-*.test.ts
-// on the lab) run only where it is given (src/devcluster/druid/peer.ts); nothing else depends on it.
-const druidGiven = [process.env.OPSTASK_DRUID_BINARY, process.env.OPSTASK_DRUID_SOURCE].some(
-  (value) => value !== undefined && value !== "",
-);
+// on the lab) run where it is built (`scripts/testbin druid`, which scripts/test runs) or given
+// (src/devcluster/druid/peer.ts); nothing else depends on it.
+const druidGiven =
+  [process.env.OPSTASK_DRUID_BINARY, process.env.OPSTASK_DRUID_SOURCE].some(
+    (value) => value !== undefined && value !== "",
+  ) ||
+  spawnSync("bash", [fileURLToPath(new URL("./scripts/testbin", import.meta.url)), "--check", "druid"], {
+    stdio: "ignore",
+  }).status === 0;
 const druidTests = ["test/integration/druid-*.test.ts", "test/e2e/druid-*.test.ts"];
 if (!druidGiven && process.env.VITEST_POOL_ID === undefined)
   console.log(
-    `${druidTests.join(" and ")} did not run: set OPSTASK_DRUID_BINARY or OPSTASK_DRUID_SOURCE to run etcd-druid`,
+    `${druidTests.join(" and ")} did not run: build etcd-druid with scripts/testbin druid (scripts/test does), or set OPSTASK_DRUID_BINARY or OPSTASK_DRUID_SOURCE`,
   );
 
 const testFiles = ["test/**/*.test.ts", "examples/**/*.test.ts"];

@@ -104,8 +104,9 @@ const runLocal = async (options: ControllerOptions): Promise<void> => {
  * `--cluster`: the lab (src/devcluster/lab/start-lab.ts) — a real node with the lab images, opstask
  * deployed from deploy/ (its image built here, 2 replicas, leader election) and a 3-member etcd with
  * its Etcd — in the foreground until SIGINT/SIGTERM, which stop all of it. 1 when the lab did not start.
- * With OPSTASK_DRUID_SOURCE or OPSTASK_DRUID_BINARY set, the real etcd-druid deploys that etcd from the
- * Etcd instead of the lab's own fixture (src/devcluster/lab/druid-etcd.ts); which one did is printed.
+ * The real etcd-druid (the release scripts/testbin builds, or OPSTASK_DRUID_SOURCE / OPSTASK_DRUID_BINARY)
+ * deploys that etcd from the Etcd (src/devcluster/lab/druid-etcd.ts); where druid cannot be had (no Go
+ * to build it), the lab's own fixture does; which one did is printed.
  */
 const runLocalCluster = async (): Promise<number> => {
   const home = join(process.env.OPSTASK_CACHE ?? join(homedir(), ".cache", "opstask"), "dev");
@@ -182,8 +183,9 @@ const devHelp = (): string =>
     "               kube-proxy, CoreDNS; root and scripts/system-deps node needed), opstask",
     "               deployed from deploy/ (its image built here, 2 replicas, leader election) and",
     "               a 3-member etcd with backup-restore sidecars and its Etcd `etcd-main`;",
-    "               with OPSTASK_DRUID_SOURCE (druid's source tarball or checkout) or",
-    "               OPSTASK_DRUID_BINARY set, the real etcd-druid deploys that etcd from the Etcd",
+    "               the real etcd-druid deploys that etcd from the Etcd (the release",
+    "               scripts/testbin druid builds; OPSTASK_DRUID_SOURCE, druid's source tarball or",
+    "               checkout, or OPSTASK_DRUID_BINARY instead)",
     "",
     "Options are the controller's:",
     "",

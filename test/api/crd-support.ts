@@ -5,6 +5,7 @@ import { Schema } from "effect";
 import { parse, parseAllDocuments } from "yaml";
 import { crdOutDir, druidCrdDir, EtcdCrdFile, EtcdOpsTaskCrdFile, repoRoot } from "../../scripts/gen-crd.ts";
 import { type OpenApiSchema, OpenApiSchemaSchema } from "../../src/api/crd/openapi.ts";
+import { builtDruid } from "../../src/devcluster/druid/peer.ts";
 
 export { crdOutDir, druidCrdDir, EtcdCrdFile, EtcdOpsTaskCrdFile, repoRoot };
 
@@ -39,14 +40,33 @@ export const ourTaskCrd = (): JsonObject => loadCrdDocument(join(crdOutDir, Etcd
 /** druid's Etcd CRD, which deploy/crds ships unchanged. */
 export const druidEtcdCrd = (): JsonObject => loadCrdDocument(join(crdOutDir, EtcdCrdFile));
 
+/** etcd-druid's own CRD files and its example task, which the repository's copies must equal. */
+export interface DruidReference {
+  /** Where they come from, for the test's title. */
+  readonly label: string;
+  readonly crdDir: string;
+  readonly example: string;
+}
+
 /**
- * A directory holding etcd-druid's own CRD files (and its example task), to check that the copies in
- * the repository still equal them: the one `OPSTASK_DRUID_CRDS` names. Undefined when it is not set or
- * has no such files: the comparison does not run.
+ * The druid release scripts/testbin built (its api module's CRDs and its examples, copied beside the
+ * binary), or a directory `OPSTASK_DRUID_CRDS` names (its example as `example-on-demand-snapshot.yaml`).
+ * Undefined when neither is there: the comparison does not run.
  */
-export const druidReferenceDir = (): string | undefined => {
+export const druidReference = async (): Promise<DruidReference | undefined> => {
   const dir = process.env.OPSTASK_DRUID_CRDS;
-  return dir !== undefined && existsSync(join(dir, EtcdOpsTaskCrdFile)) ? dir : undefined;
+  if (dir !== undefined && dir !== "")
+    return existsSync(join(dir, EtcdOpsTaskCrdFile))
+      ? { label: dir, crdDir: dir, example: join(dir, "example-on-demand-snapshot.yaml") }
+      : undefined;
+  const built = await builtDruid();
+  return built === undefined
+    ? undefined
+    : {
+        label: `etcd-druid ${built.revision} (scripts/testbin druid)`,
+        crdDir: join(built.sourceDir, "api-crds"),
+        example: join(built.sourceDir, "examples", "etcdopstask", "on-demand-snapshot.yaml"),
+      };
 };
 
 /** The schema node at a property path (`["spec", "config", "onDemandSnapshot"]`). */

@@ -10,7 +10,7 @@ import { supersetReport } from "./crd-superset.ts";
 import {
   crdOutDir,
   druidCrdDir,
-  druidReferenceDir,
+  druidReference,
   druidTaskCrd,
   EtcdCrdFile,
   EtcdOpsTaskCrdFile,
@@ -369,31 +369,31 @@ describe("the Effect Schema agrees with opstask's CRD (so they cannot drift)", (
 });
 
 // --------------------------------------------------------------------------------------------------
-// The repository's copies of etcd-druid's files against etcd-druid's own (when a directory of them is
-// given): the vendored EtcdOpsTask CRD (gen-crd's input), the Etcd CRD deploy/crds ships, and the
-// README's example task, which says what etcd-druid's example says.
+// The repository's copies of etcd-druid's files against etcd-druid's own (the release scripts/testbin
+// builds, or a directory of them given): the vendored EtcdOpsTask CRD (gen-crd's input), the Etcd CRD
+// deploy/crds ships, and the README's example task, which says what etcd-druid's example says.
 
-const reference = druidReferenceDir();
+const reference = await druidReference();
 if (reference === undefined)
   console.log(
-    "crd.test.ts: the comparison with etcd-druid's own CRD files did not run: set OPSTASK_DRUID_CRDS to a directory holding them",
+    "crd.test.ts: the comparison with etcd-druid's own CRD files did not run: build etcd-druid with scripts/testbin druid (scripts/test does), or set OPSTASK_DRUID_CRDS to a directory holding them",
   );
 else
-  describe(`the repository's copies equal etcd-druid's files in ${reference}`, () => {
+  describe(`the repository's copies equal etcd-druid's files (${reference.label})`, () => {
     it("vendor/etcd-druid/crds holds druid's EtcdOpsTask CRD, byte for byte", () => {
       expect(readText(join(druidCrdDir, EtcdOpsTaskCrdFile))).toBe(
-        readText(join(reference, EtcdOpsTaskCrdFile)),
+        readText(join(reference.crdDir, EtcdOpsTaskCrdFile)),
       );
     });
 
     it("deploy/crds ships druid's Etcd CRD, byte for byte", () => {
-      expect(readText(join(crdOutDir, EtcdCrdFile))).toBe(readText(join(reference, EtcdCrdFile)));
+      expect(readText(join(crdOutDir, EtcdCrdFile))).toBe(readText(join(reference.crdDir, EtcdCrdFile)));
     });
 
     it("examples/tasks/on-demand-snapshot.yaml asks for what druid's example asks for", () => {
       const specOf = (path: string) => (parse(readText(path)) as { spec?: unknown }).spec;
       expect(specOf(join(repoRoot, "examples", "tasks", "on-demand-snapshot.yaml"))).toEqual(
-        specOf(join(reference, "example-on-demand-snapshot.yaml")),
+        specOf(reference.example),
       );
     });
   });

@@ -22,7 +22,6 @@ import {
 } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { resolveImageBinaries } from "../../src/devcluster/images/index.ts";
-import { cgroupProcesses } from "../../src/devcluster/node/cgroups.ts";
 import { waitFor } from "../support/wait.ts";
 import {
   createTask,
@@ -42,6 +41,7 @@ import {
   leaderPod,
 } from "./support/lab-controller.ts";
 import { hostCredentialsDirectory, snapshotNames } from "./support/object-store.ts";
+import { sidecarProcesses as sidecarsOf, unreadRequests } from "./support/sidecars.ts";
 
 const lab = useLab();
 
@@ -88,38 +88,7 @@ const fullSnapshotPosts = async (): Promise<number> => {
   return count;
 };
 
-/**
- * Requests waiting unread on port 8080 (the sidecars' server) in the sidecars' network namespaces:
- * established connections with bytes in their receive queue. A frozen server's kernel still accepts
- * the connection and the POST, so a POST in flight shows here; an idle keep-alive connection does not.
- */
-const unreadRequests = (pids: readonly number[]): number =>
-  pids
-    .flatMap((pid) =>
-      ["tcp", "tcp6"].flatMap((table) => {
-        try {
-          return readFileSync(`/proc/${pid}/net/${table}`, "utf8").split("\n").slice(1);
-        } catch {
-          return [];
-        }
-      }),
-    )
-    .map((line) => line.trim().split(/\s+/))
-    .filter(
-      ([, local, , state, queues]) =>
-        local?.endsWith(":1F90") && state === "01" && Number.parseInt(queues?.split(":")[1] ?? "0", 16) > 0,
-    ).length;
-
-/** The PIDs of the node's `etcdbrctl server` processes (the backup-restore sidecars). */
-const sidecarProcesses = (): number[] =>
-  cgroupProcesses(lab().cluster.footprint.cgroupName).filter((pid) => {
-    try {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      return argv.some((arg) => arg.endsWith("etcdbrctl")) && argv.includes("server");
-    } catch {
-      return false;
-    }
-  });
+const sidecarProcesses = (): number[] => sidecarsOf(lab());
 
 describe("on-demand snapshots of a 3-member etcd cluster in pods, by the controller in pods", () => {
   it("runs the controller as deploy/ says: two Ready replicas of the loaded image, one holding the Lease", async () => {

@@ -1,15 +1,18 @@
 /**
  * opstask beside the real etcd-druid (≥ v0.34 runs an EtcdOpsTask controller that cannot be turned
- * off) on one kube-apiserver, with deploy/coexistence's ValidatingAdmissionPolicy:
+ * off; by default the release scripts/testbin builds) on one kube-apiserver, with deploy/coexistence's
+ * ValidatingAdmissionPolicy:
  *
  * - each task gets exactly one snapshot POST (opstask's); every write druid tries on a task is refused;
  * - druid keeps running (no exit, no restart) and its Etcd controller keeps working;
+ * - druid's Etcd controller may create the presync snapshot task it makes before it hibernates an Etcd
+ *   (v0.38.1; since druid #1300), which opstask runs; druid then scales the Etcd's StatefulSet to 0;
  * - opstask deletes the tasks after their TTL;
  * - and without the policy, opstask notices druid on its task and says so (a Warning Event naming
  *   druid's field manager, and a log line) instead of fighting over it.
  *
- * Runs only where druid is given (OPSTASK_DRUID_BINARY or OPSTASK_DRUID_SOURCE; vitest.config.ts
- * leaves this file out otherwise and says so).
+ * Runs where druid is built (`scripts/testbin druid`) or given (OPSTASK_DRUID_BINARY or
+ * OPSTASK_DRUID_SOURCE); vitest.config.ts leaves this file out otherwise and says so.
  */
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,10 +24,13 @@ import {
   EventsV1Api,
   type KubeConfig,
   type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
 } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { createEtcds } from "../../bench/druid-support.ts";
+import { createEtcds, memberLease, standInDruidSettings } from "../../bench/druid-support.ts";
 import { Finalizer } from "../../src/etcd/api/etcdopstask.ts";
 import { Mode, type StandIn, startStandIn } from "../etcd/support/stand-in.ts";
 import { auditLog } from "../support/audit-log.ts";
@@ -105,6 +111,16 @@ describe("opstask beside etcd-druid with deploy/coexistence", () => {
       throw error;
     }
   };
+  /** Every write druid's ServiceAccount tried on a task since `mark`, whatever its answer. */
+  const druidTaskWritesSince = (mark: number) =>
+    audit
+      .since(mark)
+      .filter(
+        (r) =>
+          r.user === druidUser &&
+          r.resource.startsWith("etcdopstasks") &&
+          !["get", "list", "watch"].includes(r.verb),
+      );
   const postsTo = (etcdName: string) =>
     standIn.requests.filter((r) => r.method === "POST" && r.host?.startsWith(`${etcdName}-client.`)).length;
   const foreignWriterEvents = async () =>
@@ -130,9 +146,15 @@ describe("opstask beside etcd-druid with deploy/coexistence", () => {
       30_000,
     );
     standIn = await startStandIn({ mode: Mode.delay(300, Mode.ok("{}")) });
-    const etcdNames = [...guarded, "unguarded"].map((name) => `etcd-${name}`);
-    await createEtcds(kc, namespace, etcdNames, standIn.port, 4);
-    druid = await startDruid(plane, peer, { sidecarProxy: `127.0.0.1:${standIn.port}` });
+    const etcdNames = [...guarded, "unguarded", "managed"].map((name) => `etcd-${name}`);
+    await createEtcds(
+      kc,
+      namespace,
+      etcdNames.filter((name) => name !== "etcd-managed"),
+      standIn.port,
+      4,
+    );
+    druid = await startDruid(plane, peer, standInDruidSettings(standIn.port));
     opstask = await startOpstask(plane, {
       namespaces: [namespace],
       resolve: etcdNames.map((etcd) => `${etcd}-client.${namespace}:*:127.0.0.1`),
@@ -165,16 +187,7 @@ describe("opstask beside etcd-druid with deploy/coexistence", () => {
     // druid retries a refused write with its backoff (≤ its 15 s requeue interval): give it time to try.
     await sleep(16_000);
     expect(guarded.map((name) => postsTo(`etcd-${name}`))).toEqual(guarded.map(() => 1));
-    const druidTaskWrites = audit
-      .since(mark)
-      .filter(
-        (r) =>
-          r.user === druidUser &&
-          r.resource.startsWith("etcdopstasks") &&
-          r.verb !== "get" &&
-          r.verb !== "list" &&
-          r.verb !== "watch",
-      );
+    const druidTaskWrites = druidTaskWritesSince(mark);
     // Refused by the policy (403); some fail earlier, on a stale resourceVersion (409) or a task
     // already gone (404). None is applied.
     expect(druidTaskWrites.some((r) => r.code === 403)).toBe(true);
@@ -184,7 +197,10 @@ describe("opstask beside etcd-druid with deploy/coexistence", () => {
 
   it("druid keeps running and its Etcd controller keeps working", async () => {
     expect(druid.process.exited()).toBeUndefined();
-    // An Etcd druid fully manages: its finalizer and its StatefulSet appear.
+    // An Etcd druid fully manages: its finalizer and its StatefulSet appear. Its backup store and
+    // sidecar (the stand-in) are for the next test; its member's Lease, renewed as a sidecar would,
+    // makes druid's status check write it Ready.
+    await KubernetesObjectApi.makeApiClient(kc).create(memberLease(namespace, "etcd-managed"));
     await api.createNamespacedCustomObject({
       ...etcds,
       namespace,
@@ -192,7 +208,12 @@ describe("opstask beside etcd-druid with deploy/coexistence", () => {
         apiVersion: "druid.gardener.cloud/v1alpha1",
         kind: "Etcd",
         metadata: { name: "etcd-managed", namespace },
-        spec: { replicas: 1, labels: { app: "etcd-managed" }, etcd: {}, backup: {} },
+        spec: {
+          replicas: 1,
+          labels: { app: "etcd-managed" },
+          etcd: {},
+          backup: { port: standIn.port, store: { prefix: "etcd-managed" } },
+        },
       },
     });
     await waitFor(
@@ -207,6 +228,68 @@ describe("opstask beside etcd-druid with deploy/coexistence", () => {
     expect(druid.process.exited()).toBeUndefined();
     expect(druid.lines().filter((line) => /panic|"level":"(fatal|dpanic)"/.test(line))).toEqual([]);
   }, 90_000);
+
+  it("druid's Etcd controller creates its presync snapshot task when it hibernates an Etcd; opstask runs it, and then druid scales the StatefulSet to 0", async () => {
+    const mark = audit.mark();
+    await waitFor(
+      "druid to write etcd-managed Ready",
+      async () => {
+        const etcd = (await api.getNamespacedCustomObject({ ...etcds, namespace, name: "etcd-managed" })) as {
+          status?: { conditions?: { type?: string; status?: string }[] };
+        };
+        return etcd.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
+          ? true
+          : undefined;
+      },
+      60_000,
+    );
+    // Hibernation as Gardener asks for it: no replicas, and the reconcile annotation (druid's chart
+    // leaves spec auto-reconcile off).
+    await api.patchNamespacedCustomObject(
+      {
+        ...etcds,
+        namespace,
+        name: "etcd-managed",
+        body: {
+          metadata: { annotations: { "gardener.cloud/operation": "reconcile" } },
+          spec: { replicas: 0 },
+        },
+      },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    const presync = await waitFor(
+      "druid's presync task to succeed",
+      async () => {
+        const task = (await api.getNamespacedCustomObject({
+          ...tasks,
+          namespace,
+          name: "presync-snapshot-hibernation-0",
+        })) as {
+          metadata?: { ownerReferences?: { kind?: string; name?: string; controller?: boolean }[] };
+          status?: { state?: string };
+        };
+        return task.status?.state === "Succeeded" ? task : undefined;
+      },
+      60_000,
+    );
+    expect(presync.metadata?.ownerReferences).toMatchObject([
+      { kind: "Etcd", name: "etcd-managed", controller: true },
+    ]);
+    expect(postsTo("etcd-managed")).toBe(1);
+    await waitFor(
+      "druid to scale etcd-managed's StatefulSet to 0",
+      async () => {
+        const set = await kc
+          .makeApiClient(AppsV1Api)
+          .readNamespacedStatefulSet({ name: "etcd-managed", namespace });
+        return set.spec?.replicas === 0 ? true : undefined;
+      },
+      60_000,
+    );
+    // druid's only applied write to a task was that create; the policy refused the rest.
+    const applied = druidTaskWritesSince(mark).filter((r) => r.code >= 200 && r.code < 300);
+    expect(applied.map((r) => `${r.verb} ${r.resource}`)).toEqual(["create etcdopstasks"]);
+  }, 150_000);
 
   it("without the policy, opstask notices druid on its task and says so instead of fighting", async () => {
     const binding = coexistenceObjects().find((object) => object.kind === "ValidatingAdmissionPolicyBinding");

@@ -1,8 +1,11 @@
 /**
  * Where the real etcd-druid comes from, for the benchmark, the coexistence test and the defect script
  * that compare opstask with it, and for the lab, where it deploys the etcd cluster
- * (src/devcluster/lab/druid-etcd.ts). druid is an external reference, never a dependency: everything here
- * answers "absent" (with one plain sentence) when it is not given.
+ * (src/devcluster/lab/druid-etcd.ts). druid is an external reference, never a product dependency.
+ *
+ * By default it is the release scripts/testbin builds from the Go module proxy (testbin/etcd-druid's
+ * go.mod names the version; `scripts/testbin druid`, part of `all`), with the chart copied beside the
+ * binary. Either variable overrides it:
  *
  *   OPSTASK_DRUID_BINARY   a built etcd-druid binary (its chart is then looked for at ../charts, or
  *                          taken from OPSTASK_DRUID_SOURCE)
@@ -18,6 +21,7 @@ import { createReadStream, existsSync, mkdirSync, renameSync, rmSync, statSync }
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createGunzip } from "node:zlib";
+import { runTestbinScript } from "../binaries.ts";
 
 export interface DruidPeer {
   readonly binary: string;
@@ -118,10 +122,48 @@ const buildFromTarball = async (tarball: string, log: (line: string) => void): P
   return { binary, sourceDir, revision };
 };
 
+/** Whether a variable names a druid to use instead of testbin's (vitest.config.ts asks too). */
+export const druidOverridden = (env: NodeJS.ProcessEnv = process.env): boolean =>
+  [env.OPSTASK_DRUID_BINARY, env.OPSTASK_DRUID_SOURCE].some((value) => value !== undefined && value !== "");
+
+/** testbin's druid, run as `<chart>/bin/etcd-druid` (its field manager is the command's file name). */
+const testbinPeer = (paths: ReadonlyMap<string, string>): DruidPeer | undefined => {
+  const built = paths.get("etcd-druid");
+  const sourceDir = paths.get("etcd-druid-chart");
+  if (built === undefined || sourceDir === undefined || !hasChart(sourceDir)) return undefined;
+  const binary = join(sourceDir, "bin", "etcd-druid");
+  if (!existsSync(binary)) return undefined;
+  return { binary, sourceDir, revision: /etcd-druid-(v[^/]+)$/.exec(built)?.[1] ?? "testbin" };
+};
+
 /**
- * Finds (or builds) druid from the environment: nothing outside the repository is read unless a
- * variable names it. Never throws for "not given"; a given path that does not work is an error worth
- * showing, so it does throw then.
+ * The druid release scripts/testbin built, if it did: its `sourceDir` also holds its api module's
+ * CRDs (`api-crds/`) and its examples (`examples/`). Builds nothing.
+ */
+export const builtDruid = async (): Promise<DruidPeer | undefined> => {
+  const checked = await runTestbinScript(["--check", "druid"], { timeoutMs: 30_000 });
+  return checked.code === 0 ? testbinPeer(checked.paths) : undefined;
+};
+
+/** The druid release scripts/testbin builds; built here when missing. */
+const testbinDruid = async (log: (line: string) => void): Promise<DruidLookup> => {
+  const cached = await builtDruid();
+  if (cached !== undefined) return { found: true, peer: cached };
+  log("building etcd-druid with scripts/testbin druid (first run only; minutes on 2 cores)");
+  const built = await runTestbinScript(["druid"], { timeoutMs: 40 * 60_000, log });
+  const peer = built.code === 0 ? testbinPeer(built.paths) : undefined;
+  return peer === undefined
+    ? {
+        found: false,
+        reason: `scripts/testbin druid failed (exit ${String(built.code)}):\n${built.stderrTail}`,
+      }
+    : { found: true, peer };
+};
+
+/**
+ * Finds (or builds) druid: a variable's when one is set, else testbin's release. A given path that
+ * does not work is an error worth showing, so it throws then; a failed testbin build answers absent,
+ * with its output as the reason.
  */
 export const findDruid = async (log: (line: string) => void = () => {}): Promise<DruidLookup> => {
   const givenBinary = process.env.OPSTASK_DRUID_BINARY;
@@ -158,8 +200,5 @@ export const findDruid = async (log: (line: string) => void = () => {}): Promise
       `OPSTASK_DRUID_BINARY=${binary}: its chart (charts/templates/clusterrole.yaml, charts/crds) is not at ${beside}; set OPSTASK_DRUID_SOURCE to druid's source tarball or checkout`,
     );
   }
-  return {
-    found: false,
-    reason: "etcd-druid not given (set OPSTASK_DRUID_BINARY or OPSTASK_DRUID_SOURCE)",
-  };
+  return testbinDruid(log);
 };

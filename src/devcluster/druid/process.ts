@@ -10,9 +10,11 @@
  * sidecar call arrive there as a proxy request (absolute URL, Host header `<etcd>-client.<ns>:<port>`),
  * with no DNS and no /etc/hosts edit. Plain HTTP only (an Etcd without `spec.backup.tls`).
  *
- * What the Etcd controller (always on in druid) does to the Etcds a test creates is kept small by two
- * of druid's own annotations (`druidEtcdAnnotations`): spec reconciliation suspended (no StatefulSet,
- * Services, …) and runtime components disabled (its status checks leave the Ready condition alone).
+ * What the Etcd controller (always on in druid) does to the Etcds a test creates is kept small by
+ * druid's own annotation (`druidEtcdAnnotations`): spec reconciliation suspended (no StatefulSet,
+ * Services, …). Its status checks still run on every Etcd (druid ≥ v0.38 has no annotation that stops
+ * them): they write the Ready condition from the member Leases, which a stand-in Etcd therefore has
+ * (bench/druid-support.ts `createEtcds`), and they run again every `etcdStatusSyncPeriod`.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -38,7 +40,6 @@ export const druidUser = `system:serviceaccount:${druidNamespace}:${druidService
 /** Put on every Etcd a test creates while druid may run (see the module comment). */
 export const druidEtcdAnnotations: Readonly<Record<string, string>> = {
   "druid.gardener.cloud/suspend-etcd-spec-reconcile": "true",
-  "druid.gardener.cloud/disable-etcd-runtime-component-creation": "true",
 };
 
 /** druid's own CRDs (EtcdOpsTask, Etcd and EtcdCopyBackupsTask: druid's informers need all three). */
@@ -104,6 +105,11 @@ export interface DruidSettings {
   readonly burst?: number;
   /** The Etcd controller's periodic re-reconcile (chart: 15s). */
   readonly etcdStatusSyncPeriod?: string;
+  /**
+   * How long after its Lease's last renewal a member still counts ready (chart: 1m): a stand-in
+   * sidecar renews no Lease, so a stand-in Etcd's stays as it was created.
+   */
+  readonly memberUnknownThreshold?: string;
   /** EtcdOpsTask workers (chart: 3). */
   readonly concurrentSyncs?: number;
   readonly requeueInterval?: string;
@@ -149,6 +155,14 @@ export const operatorConfiguration = (
         ...(settings.etcdStatusSyncPeriod === undefined
           ? {}
           : { etcdStatusSyncPeriod: settings.etcdStatusSyncPeriod }),
+        ...(settings.memberUnknownThreshold === undefined
+          ? {}
+          : {
+              etcdMember: {
+                ...(isRecord(etcd.etcdMember) ? etcd.etcdMember : {}),
+                unknownThreshold: settings.memberUnknownThreshold,
+              },
+            }),
       },
       etcdOpsTask: {
         ...opsTask,

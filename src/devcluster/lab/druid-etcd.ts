@@ -5,9 +5,10 @@
  *
  * druid runs as a process on the host against the lab's kube-apiserver, set up as its chart sets it
  * up (src/devcluster/druid/process.ts), with:
- * - its EtcdOpsTask controller kept off the tasks: druid 5b90b4a registers that controller
+ * - its EtcdOpsTask controller kept off the tasks: druid (≥ v0.34) registers that controller
  *   unconditionally, so deploy/coexistence's ValidatingAdmissionPolicy refuses every write its
- *   ServiceAccount makes to an EtcdOpsTask (as users run opstask beside druid); opstask owns them;
+ *   ServiceAccount makes to an EtcdOpsTask (as users run opstask beside druid) but the create of its
+ *   Etcd controller's presync snapshot task (before hibernation or an etcd upgrade); opstask runs them;
  * - its images from the node through its image-vector override (IMAGEVECTOR_OVERWRITE, merged by
  *   name over druid's internal/images/images.yaml): etcd-wrapper (and -next) → the lab's stand-in
  *   for etcd-wrapper (testbin/etcd-wrapper-lab, etcd 3.5 inside), etcd-backup-restore (and -next) →
