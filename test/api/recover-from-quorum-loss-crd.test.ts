@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import type { OpenApiSchema } from "../../src/api/crd/openapi.ts";
 import {
   druidCrdDir,
-  druidReferenceDir,
+  druidReference,
   type Json,
   loadCrdDocument,
   openApiOf,
@@ -47,14 +47,14 @@ const differences = (druid: OpenApiSchema, ours: OpenApiSchema): string[] => {
 };
 
 /** Every etcd-druid EtcdOpsTask CRD the repository vendors, and the reference copy when one is named. */
-const druidTaskCrds = (): ReadonlyArray<string> => {
+const druidTaskCrds = async (): Promise<ReadonlyArray<string>> => {
   const vendored = readdirSync(druidCrdDir)
     .filter((file) => file.endsWith("etcdopstasks.yaml"))
     .map((file) => join(druidCrdDir, file));
-  const reference = druidReferenceDir();
+  const reference = await druidReference();
   return reference === undefined
     ? vendored
-    : [...vendored, join(reference, "druid.gardener.cloud_etcdopstasks.yaml")];
+    : [...vendored, join(reference.crdDir, "druid.gardener.cloud_etcdopstasks.yaml")];
 };
 
 const ours = (): OpenApiSchema => {
@@ -70,8 +70,8 @@ describe("recoverFromQuorumLoss in the CRDs (docs/contract.md §15)", () => {
     );
   });
 
-  it("a vendored etcd-druid CRD that declares the member declares opstask's schema", () => {
-    const files = druidTaskCrds();
+  it("a vendored etcd-druid CRD that declares the member declares opstask's schema", async () => {
+    const files = await druidTaskCrds();
     expect(files.length).toBeGreaterThan(0);
     for (const file of files) {
       const druid = schemaAt(openApiOf(loadCrdDocument(file)), memberPath);
