@@ -185,5 +185,5 @@ export {
   metricLabelOf,
   noObserver,
 } from "./runtime/metrics.ts";
-export { MaxTimerDelayMs, timerDelayMs } from "./timer-limit.ts";
 export type { GuardInput, GuardVerdict } from "./schedule/guard.ts";
+export { MaxTimerDelayMs, timerDelayMs } from "./timer-limit.ts";

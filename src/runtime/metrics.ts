@@ -30,9 +30,9 @@ import type { FaultCounter } from "../interpreters/kubernetes/fault-counter.ts";
 import type { RequestCounter } from "../kube/request-metrics.ts";
 import type { Phase } from "../machine/types.ts";
 import type { Pass } from "../reconcile/pass.ts";
+import { MaxTimerDelayMs } from "../timer-limit.ts";
 import { ForeignWriterSeries } from "./foreign-writer-series.ts";
 import { boundedLabels, boundedLabelValue, type SeriesLabels, SeriesTracker } from "./metric-series.ts";
-import { MaxTimerDelayMs } from "../timer-limit.ts";
 import type { WorkQueueMetrics } from "./work-queue.ts";
 
 /** A finished task's labels: its series' and its kind's. */
