@@ -301,5 +301,15 @@ describe("the controller's writes are narrowed to etcd-druid's objects (deploy/c
         }),
       ),
     ).toEqual(admitted);
+    // A steps task's progress record, in the controller's own namespace (src/runtime/own-record-kube.ts).
+    const record = { metadata: { name: "opstask-record-0f6a3c5e-1b2d-4e8f-9a7b-6c5d4e3f2a1b" }, data: {} };
+    const own = { namespace: "opstask-system", name: record.metadata.name };
+    expect(
+      await refusal(core().createNamespacedConfigMap({ namespace: own.namespace, body: record })),
+    ).toEqual(admitted);
+    expect(
+      await refusal(core().patchNamespacedConfigMap({ ...own, body: { data: { step: "1" } } }, merge)),
+    ).toEqual(admitted);
+    expect(await refusal(core().deleteNamespacedConfigMap(own))).toEqual(admitted);
   });
 });
