@@ -6,7 +6,7 @@
  * CNI result of its pods in /var/lib/cni. Needs root and scripts/system-deps node.
  */
 import { execFile } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { request } from "node:https";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -88,15 +88,26 @@ const readCached = (name: string): CachedResult => {
   }
 };
 
-/** The cached CNI results of the sandbox that was given `podIp`: its own file and its loopback's. */
+const modifiedAt = (name: string): number => {
+  try {
+    return statSync(join(CniResults, name)).mtimeMs;
+  } catch {
+    return 0;
+  }
+};
+
+/**
+ * The cached CNI results of the sandbox that was given `podIp`: its own file and its loopback's. Pods
+ * of earlier nodes had the same addresses, and a node killed with its pods (another test's, or a run
+ * stopped by hand) leaves its files behind: the newest file with the address is this pod's.
+ */
 const cniResultsOf = (podIp: string): string[] => {
   if (!existsSync(CniResults)) return [];
   const names = readdirSync(CniResults);
   const sandbox = names
-    .map(readCached)
-    .find(
-      (cached) => cached.result?.ips?.some((ip) => ip.address?.startsWith(`${podIp}/`)) === true,
-    )?.containerId;
+    .filter((name) => readCached(name).result?.ips?.some((ip) => ip.address?.startsWith(`${podIp}/`)))
+    .sort((a, b) => modifiedAt(b) - modifiedAt(a))
+    .map((name) => readCached(name).containerId)[0];
   return sandbox === undefined ? [] : names.filter((name) => name.includes(`-${sandbox}-`));
 };
 
