@@ -83,11 +83,15 @@ describe("a schedule of an author's own kind", () => {
       clock += 61_000;
       await schedules.resync();
 
-      const run = await waitFor("hello-ada's run to succeed", async () => {
-        const runs = await list(client, `${greetings}/namespaces/${namespace}/greetings`);
-        const found = runs.find((item) => String((item.metadata as Json).name).startsWith("hello-ada-"));
-        return (found?.status as Json | undefined)?.state === "Succeeded" ? found : undefined;
-      });
+      const run = await waitFor(
+        "hello-ada's run to succeed",
+        async () => {
+          const runs = await list(client, `${greetings}/namespaces/${namespace}/greetings`);
+          const found = runs.find((item) => String((item.metadata as Json).name).startsWith("hello-ada-"));
+          return (found?.status as Json | undefined)?.state === "Succeeded" ? found : undefined;
+        },
+        90_000,
+      ); // under the whole suite's load the apiserver can take tens of seconds
       expect((run.status as Json).lastOperation).toMatchObject({ description: "Hello, Ada!" });
       const status = await waitFor("hello-ada's status to record the success", async () => {
         const current = (
