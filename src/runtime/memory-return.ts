@@ -5,19 +5,19 @@
  *
  * While busy. V8 lets the old generation grow at least 8 MiB past the live size before collecting
  * (heap-controller.cc's minimum growing step, in every mode but one that memory-reducing collections
- * never reach), so a burst on a 15 MiB heap peaked at ~29 MiB committed: ~14 MB of the burst's peak
- * RSS (bench/PROFILE.md). No flag shortens that step. From `hold()` on (the controller calls it
+ * never reach), so a burst's committed heap peaked far above its live size, a large part of the
+ * burst's peak RSS (bench/PROFILE.md). No flag shortens that step. From `hold()` on (the controller calls it
  * once its caches are filled: a takeover's LIST is mostly kept, and V8's incremental collections
- * cost it less CPU than full ones here, ~0.12 s on 5,000 tasks), at each request the controller
- * starts (Node's diagnostics channel, a few microseconds: no timer), a regular full collection runs
+ * cost it less CPU than full ones here), at each request the controller
+ * starts (Node's diagnostics channel: no timer), a regular full collection runs
  * when the used heap is `busyHeadroomBytes` above the last collection's result. When one finds mostly
  * live data (a cache filling), the next waits for twice the growth, up to V8's own step, so a growing
  * cache is not collected over and over. Starting V8's incremental marking earlier instead
- * (`--incremental-marking-hard-trigger=25`) was measured side by side: a higher peak (80.6 against
- * 77.9 MB) for more CPU per task (28.1 against 26.4 ms).
+ * (`--incremental-marking-hard-trigger=25`) was measured side by side: a higher peak for more CPU
+ * per task (bench/PROFILE.md).
  *
  * Once quiet. V8's own memory reducer does this job on a timer: it starts 8 s after a major
- * collection and then runs two more, ~100 ms of CPU on this controller's heap, wherever that lands —
+ * collection and then runs two more, wherever that lands —
  * after a burst, in the middle of the idle time that follows (bench/PROFILE.md). The Deployment turns
  * it off (`--no-memory-reducer`, src/cli/deploy/node-settings.ts) and this runs the one collection
  * instead, when the controller's own work says it is due: `quietMs` after the last request to the
