@@ -1,7 +1,7 @@
 /**
  * `opstask machine --format json|mermaid|dot|svg`: the task lifecycle machine, from its definition.
  * JSON is XState's definition (importable into Stately Studio); Mermaid, DOT and SVG draw every edge
- * with its guard (the README's diagram is the Mermaid one).
+ * with its guard (docs/architecture.md's diagram is the Mermaid one).
  */
 import { parseArgs } from "node:util";
 import { machineDot, machineMermaid, machineSvg } from "../machine/export.ts";

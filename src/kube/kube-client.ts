@@ -46,8 +46,8 @@ const writes: ReadonlySet<ApiRequest["method"]> = new Set(["POST", "PATCH", "PUT
 
 /**
  * Connections to the apiserver that requests (not watches) share; a request beyond them waits for a
- * free one. Uncapped, Node's agent opens one per request in flight and keeps it: a burst left ~20 TLS
- * connections, each ~170 KB of malloc'd memory that stays resident after it closes (bench/PROFILE.md).
+ * free one. Uncapped, Node's agent opens one per request in flight and keeps it: a burst left dozens
+ * of TLS connections, each holding malloc'd memory that stays resident after it closes (bench/PROFILE.md).
  * Enough for the passes, the Event senders and the history writer at once; client-go multiplexes
  * everything over one HTTP/2 connection.
  */

@@ -19,7 +19,7 @@ export const edgeLabel = (edge: Edge, edges: ReadonlyArray<Edge>): string => {
 
 const mermaidId = (path: string): string => path.replaceAll(".", "_");
 
-/** A Mermaid state diagram of every edge (the README's lifecycle diagram). */
+/** A Mermaid state diagram of every edge (the lifecycle diagram of docs/architecture.md). */
 export const machineMermaid = (): string => {
   const edges = machineEdges();
   const lines = ["stateDiagram-v2", "  [*] --> idle"];

@@ -1,8 +1,8 @@
 /**
  * The microsteps the machine takes for one event: what xstate's pure `getMicrosteps` computes, without
  * what it builds per call. `getMicrosteps` makes a fresh inert actor for every call (an `Actor`, its
- * mailbox and system, the machine's whole initial snapshot, then a second system), ~0.44 ms and a good
- * part of the ~250 MB a 1,000-task burst allocated in xstate (bench/PROFILE.md, eighth pass); a pass
+ * mailbox and system, the machine's whole initial snapshot, then a second system), a good part of
+ * what a burst allocated in xstate (bench/PROFILE.md, eighth pass); a pass
  * calls it once per event. Here that actor scope is made once, with every side effect inert as in
  * xstate's, and each event is taken through the machine's own public `microstep` with it.
  *

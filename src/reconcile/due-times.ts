@@ -6,7 +6,7 @@
  * A binary min-heap of (time, key) with lazy deletion: replacing or cancelling a key's time only
  * updates the map, and stale heap entries are skipped when they surface (and dropped in one rebuild
  * when they outnumber the live ones). One sleeping fiber serves every key, instead of one fiber and
- * one Node timer per key: with 10,000 tasks each waiting for its TTL that was ~10 MB of heap.
+ * one Node timer per key, whose heap grew with the number of waiting tasks (bench/PROFILE.md).
  *
  * Hand-written: Effect has no mutable priority queue, and this is forty lines.
  */

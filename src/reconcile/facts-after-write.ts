@@ -2,7 +2,7 @@
  * A task's facts after one of our own writes, without decoding the object the write returned: what
  * the core reads of a task (state, deleting) changes only through the status patch's `state` and
  * the deletion's timestamp. The core learns of its own writes this way, since the
- * watch's echoes of them are suppressed (design-traps 5: an echo must not cost a pass).
+ * watch's echoes of them are suppressed (docs/design-notes.md §5: an echo must not cost a pass).
  */
 import type { TaskState } from "../api/status.ts";
 import type { PassRequest } from "./pass.ts";

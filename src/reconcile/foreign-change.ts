@@ -1,6 +1,6 @@
 /**
  * Whether a write's result carries someone else's change besides ours. A status patch has no
- * resourceVersion precondition (design-traps 2), so its result may hold a label, finalizer or
+ * resourceVersion precondition (docs/design-notes.md §2), so its result may hold a label, finalizer or
  * deletion that landed after the pass read the object; the pass did not decide on it, so the next
  * change event for that object must run a pass even if it shows the version our write returned.
  */

@@ -1,7 +1,7 @@
 /**
  * The facts of a task the controller sees for the first time and that only waits for its TTL, read
  * without decoding its spec. At a takeover every cached task arrives this way, and with 10,000 finished
- * tasks the full decode (an Effect Schema decode of the whole object, ~70 µs each jitless) was the
+ * tasks the full decode (an Effect Schema decode of the whole object) was the
  * largest part of the takeover's CPU (bench/PROFILE.md), only to learn 10,000 due times.
  *
  * Sound without the spec because of what the facts are used for: a settled task gets a timer, not a

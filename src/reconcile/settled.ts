@@ -3,7 +3,7 @@
  * the machine from `idle` through `route` → `terminal` → `retained`, and ends with
  * `RequeueAfter(ttl)` — no request, no write, no Event. At a takeover (a restart, a new leader) every
  * cached task gets a pass, and with 10,000 finished tasks that was 10,000 machine runs to learn 10,000
- * due times (≈ 4 ms each: docs/design-notes.md §20). The due time follows from the task alone, so the
+ * due times (docs/design-notes.md §20). The due time follows from the task alone, so the
  * core sets the task's timer instead, and the pass runs when the timer fires (the TTL deletion).
  *
  * The rule reads the machine's own guards in the order `route` takes them (machine/task-machine.ts): a task

@@ -98,12 +98,12 @@ const sharedValue = (value: object): unknown => {
 
 const sharedFields = (value: object, metadata: boolean): Record<string, unknown> => {
   // A spread copy takes the parsed object's shape, sized to its fields; one built field by field from
-  // `{}` keeps the fields past its fourth in an extra array (~30 B more per object). The metadata loses
+  // `{}` keeps the fields past its fourth in an extra array. The metadata loses
   // its managedFields, so it is built field by field.
   const copy: Record<string, unknown> = metadata ? {} : { ...value };
   const fields = value as Record<string, unknown>;
   // `for…in` rather than `Object.entries`: no array per field (a parsed object has no inherited
-  // enumerable keys); the entries' pairs were ~5 % of what a burst allocated (bench/PROFILE.md).
+  // enumerable keys); the entries' pairs were a visible part of what a burst allocated (bench/PROFILE.md).
   for (const key in fields) {
     const field = fields[key];
     if (metadata && (shape.fields === undefined ? key === "managedFields" : !shape.fields.has(key))) continue;

@@ -1,35 +1,11 @@
 /**
  * Keeps V8's heap near what the controller holds: while it works, a collection whenever the heap is
- * 4 MiB above what the last one left; once it is quiet, one full collection that gives the busy
- * period's memory back. Neither ever wakes an idle controller.
- *
- * While busy. V8 lets the old generation grow at least 8 MiB past the live size before collecting
- * (heap-controller.cc's minimum growing step, in every mode but one that memory-reducing collections
- * never reach), so a burst on a 15 MiB heap peaked at ~29 MiB committed: ~14 MB of the burst's peak
- * RSS (bench/PROFILE.md). No flag shortens that step. From `hold()` on (the controller calls it
- * once its caches are filled: a takeover's LIST is mostly kept, and V8's incremental collections
- * cost it less CPU than full ones here, ~0.12 s on 5,000 tasks), at each request the controller
- * starts (Node's diagnostics channel, a few microseconds: no timer), a regular full collection runs
- * when the used heap is `busyHeadroomBytes` above the last collection's result. When one finds mostly
- * live data (a cache filling), the next waits for twice the growth, up to V8's own step, so a growing
- * cache is not collected over and over. Starting V8's incremental marking earlier instead
- * (`--incremental-marking-hard-trigger=25`) was measured side by side: a higher peak (80.6 against
- * 77.9 MB) for more CPU per task (28.1 against 26.4 ms).
- *
- * Once quiet. V8's own memory reducer does this job on a timer: it starts 8 s after a major
- * collection and then runs two more, ~100 ms of CPU on this controller's heap, wherever that lands —
- * after a burst, in the middle of the idle time that follows (bench/PROFILE.md). The Deployment turns
- * it off (`--no-memory-reducer`, src/cli/deploy/node-settings.ts) and this runs the one collection
- * instead, when the controller's own work says it is due: `quietMs` after the last request to the
- * apiserver (every pass, write, Event, LIST and takeover makes requests; an idle controller makes none
- * but the Lease's renewals), and only when V8's heap grew by `minGrowthBytes` since the last one, so a
- * Lease renewal or a single small task arms no timer at all.
- *
- * Hand-written because nothing in Node or V8 offers either: the reducer's delay is a fixed time after
- * a collection, not after the work, and V8's growing step is a constant. Runs only with `gc` (node's
- * `--expose-gc`) and V8's reducer off (`--no-memory-reducer` on node's command line: V8 reads it only
- * at start), as deployed; otherwise it does nothing and V8 does the job alone (with both, a
- * collection here would only start the reducer's own two).
+ * `busyHeadroomBytes` above what the last one left; once it is quiet (`quietMs` after the last request
+ * to the apiserver, and only when the heap grew by `minGrowthBytes`), one full collection that gives
+ * the busy period's memory back. Neither ever wakes an idle controller. Runs only with `gc`
+ * (`--expose-gc`) and V8's memory reducer off (`--no-memory-reducer`), as deployed
+ * (src/cli/deploy/node-settings.ts); otherwise it does nothing and V8 does the job alone. Why V8's own
+ * rules do not suffice: docs/performance.md#keeping-the-heap-near-what-is-live.
  */
 import * as diagnostics from "node:diagnostics_channel";
 import { getHeapStatistics } from "node:v8";

@@ -1,28 +1,9 @@
 /**
- * Prometheus metrics of the controller (prom-client), under the `opstask_` prefix:
- *
- * - `opstask_task_duration_seconds` (histogram) and `opstask_tasks_total` (counter), labelled by task
- *   type, terminal state, etcd and namespace: the metrics etcd-druid's DEP-05 proposes
- *   (`etcddruid_operator_task_duration_seconds`, `etcddruid_operator_tasks_total`) under our prefix;
- *   their label values are bounded and their series go with their tasks and Etcds (`metric-series.ts`);
- * - `opstask_tasks_finished_total{kind,type,state}`: the same count without the per-task labels,
- *   never removed, so that a scrape after a task's deletion still sees it finished (type is a handler's
- *   member, `invalid` or `unsupported`, state a terminal one: a few series per kind);
- * - `opstask_reconcile_total{result}` and `opstask_reconcile_duration_seconds`: passes by how they ended;
- * - `opstask_workqueue_depth`, `…_in_flight`, `…_delayed`, `…_adds_total`, `…_wait_seconds_max`;
- * - `opstask_handler_calls_in_flight`;
- * - `opstask_handler_defects_total{phase}`: handler calls that threw instead of returning a result;
- * - `opstask_api_requests_total{verb,code}`: every API request, counted at the client;
- * - `opstask_api_faults_total{operation,fault}`: failed, slow and given-up writes, watch expiries and
- *   failures, retried and dropped Events (closed label sets:
- *   src/interpreters/kubernetes/fault-counter.ts);
- * - `opstask_api_unreachable_seconds`: how long the API server has not answered (0 while it does);
- * - `opstask_foreign_writes_total{manager,field}`: tasks another controller wrote (foreign-writers.ts),
- *   its manager label bounded and its series removed with their tasks (foreign-writer-series.ts);
- * - `opstask_leader`: 1 while this instance leads (or runs without leader election);
- * - Node's process metrics (`opstask_process_*`, `opstask_nodejs_*`); of the event loop's, the lag
- *   measured when scraped (`nodejs_eventloop_lag_seconds`) and `nodejs_eventloop_utilization` since the
- *   last scrape, not prom-client's delay histogram (`eventLoopFigures`).
+ * Prometheus metrics of the controller (prom-client), under the `opstask_` prefix; each metric and
+ * its labels: docs/running.md#metrics-one-by-one. The contract: the task metrics are etcd-druid's
+ * DEP-05 pair under our prefix, their label values bounded and their series gone with their tasks
+ * and Etcds (metric-series.ts); every other label set is closed or bounded; the event loop is read
+ * when scraped (`eventLoopFigures`), never sampled on a timer, so an idle controller stays asleep.
  */
 import { performance } from "node:perf_hooks";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";

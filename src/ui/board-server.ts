@@ -1,20 +1,9 @@
 /**
  * The task board's HTTP server (node:http): the page and its two assets, the machine as SVG and JSON,
- * the tasks as JSON, and a Server-Sent Events stream of task changes. Every request passes
- * `checkRequest` (board-guard.ts) first.
- *
- * Endpoints (GET; the token as `Authorization: Bearer`, never a cookie: docs/design-notes.md §19):
- * - `/api/machine`: `{ states, edges, counts }`: the machine's states and edges from its definition,
- *   and how many tasks sit in each state now;
- * - `/api/machine.svg`: the machine drawn by Graphviz (the same as `opstask machine --format svg`);
- * - `/api/tasks[?namespace=&kind=&state=&released=true]`: `{ tasks, counts, memory }`;
- * - `/api/tasks/{namespace}/{name}`: one task with its "why" and its recent passes (404 when unknown);
- * - `/api/schedules`: `{ schedules }`, the TaskSchedules of the watched namespaces (board-schedules.ts);
- * - `/api/events`: `snapshot` (every task) and `schedules` (every schedule) on connect, then `tasks`
- *   (the changed ones) and `schedules` (`{ schedules: changed, removed: keys }`), batched.
- *
- * SSE viewers are capped (503 beyond `maxViewers`); one that does not read is dropped (its browser
- * reconnects and gets a new snapshot) rather than buffered without end.
+ * the tasks and schedules as JSON, and a Server-Sent Events stream of their changes (the endpoints:
+ * docs/running.md#the-task-board). Every request passes `checkRequest` (board-guard.ts) first; the
+ * token comes as `Authorization: Bearer`, never a cookie (docs/design-notes.md §19). SSE viewers are
+ * capped (503 beyond `maxViewers`); one that does not read is dropped, not buffered without end.
  */
 import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";

@@ -3,10 +3,10 @@ import { describe, expect, it } from "vitest";
 import { machineMermaid } from "../../src/machine/export.ts";
 import { repoRoot } from "../support/cluster.ts";
 
-describe("the README's lifecycle diagram", () => {
+describe("the lifecycle diagram of docs/architecture.md", () => {
   it("is what `opstask machine --format mermaid` prints for the current machine", () => {
-    const readme = readFileSync(`${repoRoot}/README.md`, "utf8");
-    const block = /```mermaid\n([\s\S]*?)```/.exec(readme)?.[1];
+    const doc = readFileSync(`${repoRoot}/docs/architecture.md`, "utf8");
+    const block = /```mermaid\n([\s\S]*?)```/.exec(doc)?.[1];
     expect(block).toBe(machineMermaid());
   });
 });

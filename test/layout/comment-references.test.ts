@@ -186,6 +186,13 @@ const bareModule = /(?<![\w./@"'-])((?:[\w-]+\/)*[\w-]+\.ts)(?!\.?\w|["'])/g;
 /** `§N` anywhere: one after a docs path is checked with that path; one after "RFC 1234" is the RFC's. */
 const sectionSign = /(RFC\s+\d+\s*)?§\s*(\d+(?:\.\d+)*)/g;
 const tracker = /\b(?:issue|finding)s?\s+#?\d+/gi;
+/** A document cited by a bare name and a number (`design-traps 2`, `design-notes §5`): no path to follow. */
+const bareDocument = /(?<![\w./@-])((?:design|contract|security)[\w-]*)(?:\.md)?\s+§?\d+/gi;
+/** A member named after its file: `src/x.ts \`#name\``, `src/x.ts \`name\``, which that file must hold. */
+const memberOf = new RegExp(
+  `(?<![\\w./@-])((?:${roots.join("|")})/[\\w./-]*\\.ts)\\)?\\s+\`(#?[\\w$]+)\``,
+  "g",
+);
 const lengthExcuse =
   /\b(?:over|more than|above|past|exceeds?|beyond)\s+\d+\s+lines\b|\blines,?\s+knowingly\b|\bknowingly\s+long\b/gi;
 
@@ -245,6 +252,21 @@ const findingsOf = (root: string, comments: readonly Comment[]): Finding[] => {
         findings.push({
           at: at(match.index),
           problem: `cites §${number} of ${doc}, which has no such section`,
+        });
+    }
+    for (const match of comment.text.matchAll(bareDocument))
+      findings.push({
+        at: at(match.index),
+        problem: `cites "${match[0]}", a document by a bare name: write its path (docs/x.md §N)`,
+      });
+    for (const match of comment.text.matchAll(memberOf)) {
+      const [, path = "", member = ""] = match;
+      const file = join(root, path);
+      const word = new RegExp(`(?<![\\w$#])${member.replace(/\$/g, "\\$")}(?![\\w$])`);
+      if (existsSync(file) && !word.test(readFileSync(file, "utf8")))
+        findings.push({
+          at: at(match.index),
+          problem: `names ${path} \`${member}\`, which that file does not hold`,
         });
     }
     for (const match of comment.text.matchAll(tracker))
@@ -308,6 +330,8 @@ describe("reading comments", () => {
       { file: "p.ts", line: 4, text: "docs/contract.md#no-such-heading, docs/contract.md#4-one-pass" },
       { file: "p.ts", line: 5, text: "fixed for issue 17 (finding 12); RFC 6265 §8.5" },
       { file: "p.ts", line: 6, text: "Over 400 lines, knowingly: src/**/no-such-*.ts, src/**/*.ts" },
+      { file: "p.ts", line: 8, text: "as design-traps 2 says; docs/design-notes.md §2 and §5" },
+      { file: "p.ts", line: 9, text: "src/reconcile/core.ts `#noSuchMember`, src/reconcile/core.ts `step`" },
     ];
     expect(findingsOf(repoRoot, planted).map((finding) => finding.at)).toEqual([
       "p.ts:1",
@@ -319,6 +343,8 @@ describe("reading comments", () => {
       "p.ts:5",
       "p.ts:6",
       "p.ts:6",
+      "p.ts:8",
+      "p.ts:9",
     ]);
   });
 });
@@ -330,6 +356,14 @@ describe("comments in src/", () => {
 
   it("cite only docs sections that exist", () => {
     expect(problems(/no such (section|heading)/)).toEqual([]);
+  });
+
+  it("cite documents by their path, not a bare name", () => {
+    expect(problems(/bare name/)).toEqual([]);
+  });
+
+  it("name only members their file holds", () => {
+    expect(problems(/does not hold/)).toEqual([]);
   });
 
   it("cite no tracker entries (issue N, finding N)", () => {

@@ -1,19 +1,8 @@
 /**
- * The task commands: create EtcdOpsTasks, follow them, list them, explain them and delete them. Part
- * of `opstask` and, through `bin/kubectl-opstask`, a kubectl plugin (`kubectl opstask get -o yaml`).
- *
- *   snapshot <etcd> --type full|delta   an on-demand snapshot
- *   maintain <etcd> --compact|--defrag  on-demand compaction and/or defragmentation
- *   recover-quorum <etcd> [--yes]       recovery from a permanent quorum loss (asks first)
- *   get [NAME…] [-o …] [-l …] [-A] [-w] tasks as a table, JSON, YAML or names
- *   describe <task>                     state, timeline, errors, and why
- *   wait <task>                         follow a task until it ends
- *   create -f FILE                      a task from a manifest, checked by the kind's decoder first
- *   delete NAME… | -l SELECTOR          delete tasks
- *   history [<target>]                  last outcomes per task type, kept after the tasks' TTL
- *
- * get, describe, wait, create, delete and history work for any task kind (`makeTaskCommands` takes the kinds,
- * the first the default of `--kind`); snapshot, maintain and recover-quorum create EtcdOpsTasks
+ * The task commands (the README's CLI table): create EtcdOpsTasks, follow, list, explain and delete
+ * them; part of `opstask` and, through `bin/kubectl-opstask`, a kubectl plugin. get, describe, wait,
+ * create, delete and history work for any task kind (`makeTaskCommands` takes the kinds, the first
+ * the default of `--kind`); snapshot, maintain and recover-quorum create EtcdOpsTasks
  * (`makeOpstaskCommands`).
  */
 import * as Effect from "effect/Effect";

@@ -1,6 +1,6 @@
 /**
  * The four writes a reconcile pass makes to its task, each exactly as the memory interpreter models them
- * (src/interpreters/memory/controller.ts `#write`):
+ * (src/interpreters/memory/perform-write.ts `performWrite`):
  *
  * - `addFinalizer`: JSON merge patch of metadata carrying `resourceVersion` (a precondition: 409 if the
  *   object changed since it was read, so a foreign finalizer added meanwhile is never dropped by the

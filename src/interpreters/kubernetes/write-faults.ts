@@ -39,7 +39,7 @@ export const watchWrite =
       Effect.andThen(recordFault(operation, "slow")),
       Effect.andThen(Effect.logWarning(`${subject}: no answer from the API server after ${slowMs} ms`)),
     );
-    // A timer per attempt, not a forked fiber to interrupt (~3 writes per task; bench/PROFILE.md,
+    // A timer per attempt, not a forked fiber to interrupt (every write makes one; bench/PROFILE.md,
     // eighth pass). The warning runs with the attempt's services (its logger, the fault counter).
     const oneAttempt = Effect.gen(function* () {
       const services = yield* Effect.context<never>();
