@@ -21,6 +21,7 @@ export const describe = {
   exclusivePeer: (words: Vocabulary, peer: string): string =>
     `${words.kind} ${peer} holds the same ${words.group} exclusively`,
   deadline: (type: OperationType): string => `Task ${type} phase exceeded its deadline`,
+  cancelled: (by: string): string => `Task cancelled by ${by}`,
   /** Druid's text when a handler leaves its description empty. */
   fallback: (type: OperationType, state: OperationState, task: string): string =>
     `${type} is in state ${state} for task ${task}`,
@@ -70,6 +71,12 @@ export const lifecycleErrors = {
     code: `ERR_DELETE_${screamingSnake(words.kind)}`,
     message: `failed to delete ${words.kind} resource`,
     cause,
+  }),
+  /** `after` is the last thing the task recorded before the cancel (its last step, for a steps task). */
+  cancelled: (by: string, after: string | undefined): TaskError => ({
+    code: "ERR_CANCELLED",
+    message: `cancelled by ${by}`,
+    cause: after === undefined ? "before any work started" : `after: ${after}`,
   }),
   deadline: (type: OperationType, deadlineMs: number, last: TaskError | undefined): TaskError => ({
     code: "ERR_DEADLINE_EXCEEDED",

@@ -77,6 +77,7 @@ export const taskMachine = effects.createMachine({
         gate: {
           always: [
             { guard: "unsupported", target: "#task.rejected", actions: "rejectUnsupported" },
+            { guard: "cancelled", target: "#task.failed", actions: "failCancelled" },
             { guard: { type: "blockedByPeer" }, target: "gateDuplicate" },
             {
               guard: { type: "pastDeadline", params: { phase: "admit" } },
@@ -129,6 +130,8 @@ export const taskMachine = effects.createMachine({
         gate: {
           always: [
             { guard: "unsupported", target: "#task.failed", actions: "failUnsupported" },
+            // A cancel goes before everything that could call the handler again.
+            { guard: "cancelled", target: "#task.failed", actions: "failCancelled" },
             {
               guard: { type: "pastDeadline", params: { phase: "execute" } },
               target: "#task.failed",

@@ -126,6 +126,8 @@ const lifecycle = setup({
     ttlExpired: ({ context }) => ttlDeadline(context) <= context.now,
     inProgress: ({ context }) => context.status.state === "InProgress",
     unsupported: ({ context }) => context.input.task.unsupported !== undefined,
+    // A result already known (not yet written) is replayed first: its side effect happened.
+    cancelled: ({ context }) => context.input.task.cancel !== undefined && context.input.known === undefined,
     blockedByPeer: ({ context }) => blockingPeer(context.input.task, context.input.peers) !== undefined,
     // An expedited task waits for a working peer whatever the policy; it is never a duplicate.
     rejectsDuplicates: ({ context }) =>
@@ -243,6 +245,20 @@ export const effects = lifecycle.extend({
         const text = unsupportedDescription[code];
         const status = operate(context, enter(context, "Failed"), "execute", "Failed", text);
         return withError(status, "Execution", lifecycleErrors.unsupported(code, reason), context.now);
+      }),
+    ),
+    /**
+     * A recorded cancel ends the task before its next handler call: Failed with ERR_CANCELLED, naming
+     * who asked and the last thing the task had done (Cleanup then undoes as for any failure).
+     */
+    failCancelled: lifecycle.assign(
+      edit((context) => {
+        const by = context.input.task.cancel?.by ?? "unknown";
+        const last = context.status.lastOperation;
+        const after = last === undefined || last.description === "" ? undefined : last.description;
+        const phase: Phase = context.status.state === "InProgress" ? "execute" : "admit";
+        const status = operate(context, enter(context, "Failed"), phase, "Failed", describe.cancelled(by));
+        return withError(status, operationOf[phase], lifecycleErrors.cancelled(by, after), context.now);
       }),
     ),
     recordCompletion: lifecycle.assign(({ context, event }) => {

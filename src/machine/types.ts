@@ -124,6 +124,11 @@ export interface TaskObservation {
     readonly code: UnsupportedCode;
     readonly reason: string;
   };
+  /**
+   * Someone asked to cancel the task (docs/contract.md, "Cancel"): the cancel annotation carries this
+   * task's UID; `by` is who asked, as the cancelled-by annotation names them.
+   */
+  readonly cancel?: { readonly by: string };
   readonly status: TaskStatus;
 }
 
