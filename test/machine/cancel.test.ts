@@ -78,4 +78,38 @@ describe("cancel", () => {
     controller.runUntilIdle();
     expect(statusOf(server)).toMatchObject({ state: "Failed", lastErrors: [{ code: "ERR_CANCELLED" }] });
   });
+
+  it("aborts the handler call in flight; its retry answer then ends the task ERR_CANCELLED", () => {
+    const signals: AbortSignal[] = [];
+    const { server, controller } = simulation((_task, phase, call?: { signal: AbortSignal }) => {
+      if (phase !== "execute") return completed();
+      if (call !== undefined) signals.push(call.signal);
+      return { kind: "hang" };
+    });
+    server.create(taskObject("t", { etcd: "e1", ttl: 600 }));
+    controller.runUntilIdle();
+    expect(signals.map((signal) => signal.aborted)).toEqual([false]);
+    server.patch(namespace, "t", {
+      metadata: { annotations: { [cancelAnnotation]: uidOf(server), [cancelledByAnnotation]: "carol" } },
+    });
+    controller.runUntilIdle();
+    expect(signals.map((signal) => signal.aborted)).toEqual([true]);
+    controller.resolve(namespace, "t", { kind: "retry", description: "Step 2/3 Wait: aborted" });
+    controller.runUntilIdle();
+    expect(statusOf(server)).toMatchObject({ state: "Failed", lastErrors: [{ code: "ERR_CANCELLED" }] });
+    expect(signals).toHaveLength(1);
+  });
+
+  it("keeps the outcome of a call that completed after the cancel arrived", () => {
+    const { server, controller } = simulation((_task, phase) =>
+      phase === "execute" ? { kind: "hang" } : completed(),
+    );
+    server.create(taskObject("t", { etcd: "e1", ttl: 600 }));
+    controller.runUntilIdle();
+    server.patch(namespace, "t", { metadata: { annotations: { [cancelAnnotation]: uidOf(server) } } });
+    controller.runUntilIdle();
+    controller.resolve(namespace, "t", { kind: "completed", description: "Snapshot created successfully" });
+    controller.runUntilIdle();
+    expect(statusOf(server).state).toBe("Succeeded");
+  });
 });
