@@ -118,6 +118,8 @@ export const situations: Record<string, PassInput> = {
       unsupported: { code: "ERR_UNSUPPORTED_TASK", reason: "config member x is not supported" },
     },
   }),
+  cancelled: input({ task: { ...claimed, cancel: { by: "alice" } } }),
+  "cancelled, in progress": input({ task: { ...claimed, status: inProgress, cancel: { by: "alice" } } }),
   "blocked by an older task (reject)": input({ task: claimed, peers: [olderPeer] }),
   "blocked by an older task (queue)": input({
     task: claimed,
