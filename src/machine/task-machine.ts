@@ -17,6 +17,7 @@ import {
   effects,
   expiredEvent,
   onPhaseResult,
+  queueDeadline,
   requeue,
   ttlDeadline,
   waitForBackoff,
@@ -97,6 +98,7 @@ export const taskMachine = effects.createMachine({
           always: [
             { guard: "blockedByExclusivePeer", target: "#task.rejected", actions: "rejectBesideExclusive" },
             { guard: "rejectsDuplicates", target: "#task.rejected", actions: "rejectDuplicate" },
+            { guard: "queuedTooLong", target: "#task.failed", actions: "failQueueTimeout" },
             { target: "queued" },
           ],
         },
@@ -113,7 +115,16 @@ export const taskMachine = effects.createMachine({
             "flushStatus",
             {
               type: "requeueAfter",
-              params: ({ context }) => requeue(context.input.config.requeueIntervalMs, "queued", context),
+              // The poll comes back by the queue deadline at the latest, so the task never waits past it.
+              params: ({ context }) =>
+                requeue(
+                  Math.min(
+                    context.input.config.requeueIntervalMs,
+                    (queueDeadline(context) ?? Number.POSITIVE_INFINITY) - context.now,
+                  ),
+                  "queued",
+                  context,
+                ),
             },
           ],
         },

@@ -20,7 +20,7 @@ import {
   type ReconcileEvent,
   type TaskContext,
 } from "./task-events.ts";
-import { fromWireTime } from "./time.ts";
+import { fromWireTime, toWireTime } from "./time.ts";
 import type { PassInput, PeerTask, Phase, TaskError, Vocabulary } from "./types.ts";
 import { operationOf } from "./types.ts";
 
@@ -47,6 +47,12 @@ const overDeadline = (context: TaskContext, phase: Phase, now: number): boolean 
   const start = phaseStart(context, phase);
   return deadline !== undefined && start !== undefined && now - start > deadline;
 };
+
+/** When a queued task stops waiting for its turn (absent: it waits as long as it takes). */
+export const queueDeadline = ({ input }: TaskContext): number | undefined =>
+  input.config.queueDeadlineMs === undefined
+    ? undefined
+    : input.task.createdAt + input.config.queueDeadlineMs;
 
 const backoffDelay = ({ input }: TaskContext): number => backoffDelayMs(input.config, input.retries);
 
@@ -127,7 +133,7 @@ const lifecycle = setup({
     inProgress: ({ context }) => context.status.state === "InProgress",
     unsupported: ({ context }) => context.input.task.unsupported !== undefined,
     // A result already known (not yet written) is replayed first: its side effect happened.
-    cancelled: ({ context }) => context.input.task.cancel !== undefined && context.input.known === undefined,
+    cancelled: ({ context }) => context.cancel !== undefined && context.input.known === undefined,
     blockedByPeer: ({ context }) => blockingPeer(context.input.task, context.input.peers) !== undefined,
     // An expedited task waits for a working peer whatever the policy; it is never a duplicate.
     rejectsDuplicates: ({ context }) =>
@@ -135,6 +141,10 @@ const lifecycle = setup({
     blockedByExclusivePeer: ({ context }) =>
       context.input.task.expedited === true &&
       blockingPeer(context.input.task, context.input.peers)?.activity === "exclusive",
+    queuedTooLong: ({ context }) => {
+      const until = queueDeadline(context);
+      return until !== undefined && context.now >= until;
+    },
     pastDeadline: ({ context }, { phase }: { phase: Phase }) => overDeadline(context, phase, context.now),
     backoffRunning: ({ context }) =>
       context.input.retryAt !== undefined && context.now < context.input.retryAt,
@@ -170,6 +180,8 @@ export const effects = lifecycle.extend({
     /** A handler result moves the pass's clock to when it arrived. */
     tick: lifecycle.assign({
       now: ({ context, event }) => (event.type === "reconcile" ? context.now : event.now),
+      cancel: ({ context, event }) =>
+        event.type.startsWith("phase.") && "cancel" in event ? event.cancel : context.cancel,
     }),
     requestDeletion: lifecycle.assign({ deletingSince: ({ context }) => context.now }),
     /** Replays a handler result that is known but was never persisted, instead of calling the handler again. */
@@ -202,11 +214,28 @@ export const effects = lifecycle.extend({
     queueBehindPeer: lifecycle.assign(
       edit((context) => {
         const peer = blockingPeer(context.input.task, context.input.peers);
-        const text =
+        const until = queueDeadline(context);
+        const queued =
           peer === undefined
             ? describe.admitInProgress
             : describe.queued(context.input.config.vocabulary, peer);
+        const text = until === undefined ? queued : describe.queuedUntil(queued, toWireTime(until));
         return operate(context, enter(context, "Pending"), "admit", "InProgress", text);
+      }),
+    ),
+    failQueueTimeout: lifecycle.assign(
+      edit((context) => {
+        const peer = blockingPeer(context.input.task, context.input.peers)?.name ?? "";
+        const words = context.input.config.vocabulary;
+        const status = operate(
+          context,
+          enter(context, "Failed"),
+          "admit",
+          "Failed",
+          describe.queueTimeout(words, peer),
+        );
+        const error = lifecycleErrors.queueTimeout(context.input.config.queueDeadlineMs ?? 0, peer);
+        return withError(status, "Admit", error, context.now);
       }),
     ),
     rejectDuplicate: lifecycle.assign(
@@ -253,7 +282,7 @@ export const effects = lifecycle.extend({
      */
     failCancelled: lifecycle.assign(
       edit((context) => {
-        const by = context.input.task.cancel?.by ?? "unknown";
+        const by = context.cancel?.by ?? "unknown";
         const last = context.status.lastOperation;
         const after = last === undefined || last.description === "" ? undefined : last.description;
         const phase: Phase = context.status.state === "InProgress" ? "execute" : "admit";

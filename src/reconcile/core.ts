@@ -609,7 +609,13 @@ export class TaskCore<Task> {
       pass.object = fresh;
     }
     pass.holds = callId;
-    const answered = defect === undefined ? Answer.Returned({ outcome, now }) : Answer.Threw({ defect, now });
+    // A cancel that arrived during the call ends the pass at its next gate, not at the next pass.
+    const freshFacts = readFacts(this.#options.kind, pass.object);
+    const { cancel } = freshFacts === undefined ? {} : cancelOf(freshFacts.metadata);
+    const answered =
+      defect === undefined
+        ? Answer.Returned({ outcome, now, ...(cancel === undefined ? {} : { cancel }) })
+        : Answer.Threw({ defect, now });
     return [ended, ...this.#advance(pass, answer(pass.step, answered))];
   }
 
