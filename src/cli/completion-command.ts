@@ -40,6 +40,7 @@ export const completionFlags: Readonly<Record<string, ReadonlyArray<string>>> = 
   describe: common,
   wait: ["--wait-timeout", ...common],
   delete: ["-l", "--selector", "--wait", "--wait-timeout", ...common],
+  cancel: common,
   history: ["-o", "--output", ...common],
   schedule: ["-f", "-o", "--kubeconfig", "--context", "-n", "--namespace", "-h", "--help"],
   machine: ["--format", "-h", "--help"],
@@ -61,6 +62,7 @@ export const completionCommands = [
   "describe",
   "wait",
   "delete",
+  "cancel",
   "history",
   "schedule",
   "crd",
@@ -88,7 +90,7 @@ const flagValues: Readonly<Record<string, string>> = {
   "--kind": "etcdopstasks",
 };
 
-const taskNameCommands = ["get", "describe", "wait", "delete"];
+const taskNameCommands = ["get", "describe", "wait", "delete", "cancel"];
 
 export const bashCompletion = (program: string): string => {
   const fn = `_${program.replace(/[^A-Za-z0-9]/g, "_")}`;

@@ -82,6 +82,7 @@ export const serveController = async (
         backoffBaseMs: options.backoffBase,
         backoffCapMs: options.backoffCap,
         ...(options.phaseDeadline > 0 ? { phaseDeadlineMs: options.phaseDeadline } : {}),
+        ...(options.queueDeadline > 0 ? { queueDeadlineMs: options.queueDeadline } : {}),
       },
       groupResource: { group: "druid.gardener.cloud", version: "v1alpha1", plural: "etcds" },
       groupObjects: etcds,

@@ -8,7 +8,7 @@
  *   deploy-artifacts  write a kind's RBAC, ServiceAccount, Deployment, kustomization and Dockerfile
  *   bundle       bundle a controller's program (rolldown) for an image without node_modules
  *   init         write a new operator project for a task kind of one's own (src/cli/init)
- *   snapshot, maintain, recover-quorum, get, describe, wait, delete, history   the task CLI (src/cli/task; also `kubectl opstask`)
+ *   snapshot, maintain, recover-quorum, get, describe, wait, delete, cancel, history   the task CLI (src/cli/task; also `kubectl opstask`)
  *   completion   a bash or zsh completion script
  *   schedule     TaskSchedules: create, get, describe, suspend, resume, trigger (src/cli/schedule)
  */
@@ -35,6 +35,7 @@ Commands:
   init         write a new operator project for your own task kind: init <dir> [--kind Name]
   version      print the version (also --version)
   delete       delete tasks: delete NAME… | -l SELECTOR
+  cancel       cancel running or queued tasks: cancel NAME…
   history      last outcomes per task type of a target (an Etcd), kept after the tasks' TTL
   schedule     cron schedules of tasks: schedule create|get|describe|suspend|resume|trigger
   completion   print a shell completion script: completion bash|zsh

@@ -142,6 +142,14 @@ export const controllerOptionSpecs = {
     fallback: 0,
     parse: parseDuration,
   } satisfies Spec<number>,
+  queueDeadline: {
+    flag: "queue-deadline",
+    env: "OPSTASK_QUEUE_DEADLINE",
+    help: "fail a task queued behind a peer for longer than this, ERR_QUEUE_TIMEOUT (--duplicate-policy queue; 0: off)",
+    accepts: "a duration such as 6h",
+    fallback: 6 * 60 * 60 * 1000,
+    parse: parseDuration,
+  } satisfies Spec<number>,
   handlerDefectLimit: {
     flag: "handler-defect-limit",
     env: "OPSTASK_HANDLER_DEFECT_LIMIT",

@@ -8,7 +8,12 @@ import type { DuplicatePolicy, LifecycleConfig } from "../machine/types.ts";
 export type LifecycleTiming = Partial<
   Pick<
     LifecycleConfig,
-    "requeueIntervalMs" | "backoffBaseMs" | "backoffCapMs" | "phaseDeadlineMs" | "minRequeueMs"
+    | "requeueIntervalMs"
+    | "backoffBaseMs"
+    | "backoffCapMs"
+    | "phaseDeadlineMs"
+    | "queueDeadlineMs"
+    | "minRequeueMs"
   >
 >;
 

@@ -21,6 +21,10 @@ export const describe = {
   exclusivePeer: (words: Vocabulary, peer: string): string =>
     `${words.kind} ${peer} holds the same ${words.group} exclusively`,
   deadline: (type: OperationType): string => `Task ${type} phase exceeded its deadline`,
+  cancelled: (by: string): string => `Task cancelled by ${by}`,
+  queuedUntil: (queued: string, until: string): string => `${queued} (waits until ${until})`,
+  queueTimeout: (words: Vocabulary, peer: string): string =>
+    `Task waited too long for ${words.kind} ${peer} on the same ${words.group} to finish`,
   /** Druid's text when a handler leaves its description empty. */
   fallback: (type: OperationType, state: OperationState, task: string): string =>
     `${type} is in state ${state} for task ${task}`,
@@ -70,6 +74,17 @@ export const lifecycleErrors = {
     code: `ERR_DELETE_${screamingSnake(words.kind)}`,
     message: `failed to delete ${words.kind} resource`,
     cause,
+  }),
+  queueTimeout: (deadlineMs: number, peer: string): TaskError => ({
+    code: "ERR_QUEUE_TIMEOUT",
+    message: `not admitted within ${Math.round(deadlineMs / 1000)}s (--queue-deadline)`,
+    cause: `still queued behind ${peer}; create the task again once it has finished, or raise the deadline`,
+  }),
+  /** `after` is the last thing the task recorded before the cancel (its last step, for a steps task). */
+  cancelled: (by: string, after: string | undefined): TaskError => ({
+    code: "ERR_CANCELLED",
+    message: `cancelled by ${by}`,
+    cause: after === undefined ? "before any work started" : `after: ${after}`,
   }),
   deadline: (type: OperationType, deadlineMs: number, last: TaskError | undefined): TaskError => ({
     code: "ERR_DEADLINE_EXCEEDED",

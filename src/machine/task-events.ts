@@ -21,6 +21,8 @@ export interface TaskContext {
   readonly replayed: boolean;
   /** The time of the latest event: a handler result can arrive long after the pass started. */
   readonly now: number;
+  /** The task's cancel: from the input, or one that arrived while a handler call ran (`PhaseEvent.cancel`). */
+  readonly cancel: { readonly by: string } | undefined;
 }
 
 /** Starts a pass: the machine re-reads everything from its context (set from the pass's input). */
@@ -31,8 +33,11 @@ export type DeleteEvent =
   | { readonly type: "delete.done"; readonly now: number }
   | { readonly type: "delete.failed"; readonly now: number; readonly cause: string };
 
-/** A handler result; `now` is when it arrived (the times written with it are this one). */
-export type PhaseEvent =
+/**
+ * A handler result; `now` is when it arrived (the times written with it are this one); `cancel`: the
+ * task was cancelled while the call ran, so the pass must not call a handler again.
+ */
+export type PhaseEvent = { readonly cancel?: { readonly by: string } } & (
   | {
       readonly type: "phase.completed";
       readonly phase: Phase;
@@ -54,9 +59,17 @@ export type PhaseEvent =
       readonly description: string;
       readonly error?: TaskError;
       readonly afterMs?: number;
-    };
+    }
+);
 
-export const phaseEvent = (phase: Phase, outcome: PhaseOutcome, now: number): PhaseEvent => {
+export const phaseEvent = (
+  phase: Phase,
+  outcome: PhaseOutcome,
+  now: number,
+  cancel?: { readonly by: string },
+): PhaseEvent => ({ ...resultEvent(phase, outcome, now), ...(cancel === undefined ? {} : { cancel }) });
+
+const resultEvent = (phase: Phase, outcome: PhaseOutcome, now: number): PhaseEvent => {
   switch (outcome.kind) {
     case "completed":
       return {
@@ -88,4 +101,5 @@ export const contextOf = (input: PassInput): TaskContext => ({
   deletingSince: input.task.deletingSince,
   replayed: false,
   now: input.now,
+  cancel: input.task.cancel,
 });

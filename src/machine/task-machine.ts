@@ -17,6 +17,7 @@ import {
   effects,
   expiredEvent,
   onPhaseResult,
+  queueDeadline,
   requeue,
   ttlDeadline,
   waitForBackoff,
@@ -77,6 +78,7 @@ export const taskMachine = effects.createMachine({
         gate: {
           always: [
             { guard: "unsupported", target: "#task.rejected", actions: "rejectUnsupported" },
+            { guard: "cancelled", target: "#task.failed", actions: "failCancelled" },
             { guard: { type: "blockedByPeer" }, target: "gateDuplicate" },
             {
               guard: { type: "pastDeadline", params: { phase: "admit" } },
@@ -96,6 +98,7 @@ export const taskMachine = effects.createMachine({
           always: [
             { guard: "blockedByExclusivePeer", target: "#task.rejected", actions: "rejectBesideExclusive" },
             { guard: "rejectsDuplicates", target: "#task.rejected", actions: "rejectDuplicate" },
+            { guard: "queuedTooLong", target: "#task.failed", actions: "failQueueTimeout" },
             { target: "queued" },
           ],
         },
@@ -112,7 +115,16 @@ export const taskMachine = effects.createMachine({
             "flushStatus",
             {
               type: "requeueAfter",
-              params: ({ context }) => requeue(context.input.config.requeueIntervalMs, "queued", context),
+              // The poll comes back by the queue deadline at the latest, so the task never waits past it.
+              params: ({ context }) =>
+                requeue(
+                  Math.min(
+                    context.input.config.requeueIntervalMs,
+                    (queueDeadline(context) ?? Number.POSITIVE_INFINITY) - context.now,
+                  ),
+                  "queued",
+                  context,
+                ),
             },
           ],
         },
@@ -129,6 +141,8 @@ export const taskMachine = effects.createMachine({
         gate: {
           always: [
             { guard: "unsupported", target: "#task.failed", actions: "failUnsupported" },
+            // A cancel goes before everything that could call the handler again.
+            { guard: "cancelled", target: "#task.failed", actions: "failCancelled" },
             {
               guard: { type: "pastDeadline", params: { phase: "execute" } },
               target: "#task.failed",

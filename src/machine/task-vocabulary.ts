@@ -20,7 +20,7 @@ import {
   type ReconcileEvent,
   type TaskContext,
 } from "./task-events.ts";
-import { fromWireTime } from "./time.ts";
+import { fromWireTime, toWireTime } from "./time.ts";
 import type { PassInput, PeerTask, Phase, TaskError, Vocabulary } from "./types.ts";
 import { operationOf } from "./types.ts";
 
@@ -47,6 +47,12 @@ const overDeadline = (context: TaskContext, phase: Phase, now: number): boolean 
   const start = phaseStart(context, phase);
   return deadline !== undefined && start !== undefined && now - start > deadline;
 };
+
+/** When a queued task stops waiting for its turn (absent: it waits as long as it takes). */
+export const queueDeadline = ({ input }: TaskContext): number | undefined =>
+  input.config.queueDeadlineMs === undefined
+    ? undefined
+    : input.task.createdAt + input.config.queueDeadlineMs;
 
 const backoffDelay = ({ input }: TaskContext): number => backoffDelayMs(input.config, input.retries);
 
@@ -126,6 +132,8 @@ const lifecycle = setup({
     ttlExpired: ({ context }) => ttlDeadline(context) <= context.now,
     inProgress: ({ context }) => context.status.state === "InProgress",
     unsupported: ({ context }) => context.input.task.unsupported !== undefined,
+    // A result already known (not yet written) is replayed first: its side effect happened.
+    cancelled: ({ context }) => context.cancel !== undefined && context.input.known === undefined,
     blockedByPeer: ({ context }) => blockingPeer(context.input.task, context.input.peers) !== undefined,
     // An expedited task waits for a working peer whatever the policy; it is never a duplicate.
     rejectsDuplicates: ({ context }) =>
@@ -133,6 +141,10 @@ const lifecycle = setup({
     blockedByExclusivePeer: ({ context }) =>
       context.input.task.expedited === true &&
       blockingPeer(context.input.task, context.input.peers)?.activity === "exclusive",
+    queuedTooLong: ({ context }) => {
+      const until = queueDeadline(context);
+      return until !== undefined && context.now >= until;
+    },
     pastDeadline: ({ context }, { phase }: { phase: Phase }) => overDeadline(context, phase, context.now),
     backoffRunning: ({ context }) =>
       context.input.retryAt !== undefined && context.now < context.input.retryAt,
@@ -168,6 +180,8 @@ export const effects = lifecycle.extend({
     /** A handler result moves the pass's clock to when it arrived. */
     tick: lifecycle.assign({
       now: ({ context, event }) => (event.type === "reconcile" ? context.now : event.now),
+      cancel: ({ context, event }) =>
+        event.type.startsWith("phase.") && "cancel" in event ? event.cancel : context.cancel,
     }),
     requestDeletion: lifecycle.assign({ deletingSince: ({ context }) => context.now }),
     /** Replays a handler result that is known but was never persisted, instead of calling the handler again. */
@@ -200,11 +214,28 @@ export const effects = lifecycle.extend({
     queueBehindPeer: lifecycle.assign(
       edit((context) => {
         const peer = blockingPeer(context.input.task, context.input.peers);
-        const text =
+        const until = queueDeadline(context);
+        const queued =
           peer === undefined
             ? describe.admitInProgress
             : describe.queued(context.input.config.vocabulary, peer);
+        const text = until === undefined ? queued : describe.queuedUntil(queued, toWireTime(until));
         return operate(context, enter(context, "Pending"), "admit", "InProgress", text);
+      }),
+    ),
+    failQueueTimeout: lifecycle.assign(
+      edit((context) => {
+        const peer = blockingPeer(context.input.task, context.input.peers)?.name ?? "";
+        const words = context.input.config.vocabulary;
+        const status = operate(
+          context,
+          enter(context, "Failed"),
+          "admit",
+          "Failed",
+          describe.queueTimeout(words, peer),
+        );
+        const error = lifecycleErrors.queueTimeout(context.input.config.queueDeadlineMs ?? 0, peer);
+        return withError(status, "Admit", error, context.now);
       }),
     ),
     rejectDuplicate: lifecycle.assign(
@@ -243,6 +274,20 @@ export const effects = lifecycle.extend({
         const text = unsupportedDescription[code];
         const status = operate(context, enter(context, "Failed"), "execute", "Failed", text);
         return withError(status, "Execution", lifecycleErrors.unsupported(code, reason), context.now);
+      }),
+    ),
+    /**
+     * A recorded cancel ends the task before its next handler call: Failed with ERR_CANCELLED, naming
+     * who asked and the last thing the task had done (Cleanup then undoes as for any failure).
+     */
+    failCancelled: lifecycle.assign(
+      edit((context) => {
+        const by = context.cancel?.by ?? "unknown";
+        const last = context.status.lastOperation;
+        const after = last === undefined || last.description === "" ? undefined : last.description;
+        const phase: Phase = context.status.state === "InProgress" ? "execute" : "admit";
+        const status = operate(context, enter(context, "Failed"), phase, "Failed", describe.cancelled(by));
+        return withError(status, operationOf[phase], lifecycleErrors.cancelled(by, after), context.now);
       }),
     ),
     recordCompletion: lifecycle.assign(({ context, event }) => {

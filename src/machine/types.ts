@@ -39,6 +39,11 @@ export interface LifecycleConfig {
    * start) ends the task: Admit → Rejected, Execute → Failed, Cleanup → finalizer released. Off in druid.
    */
   readonly phaseDeadlineMs?: number;
+  /**
+   * When set, a task queued behind a peer for longer than this (counted from its creation) ends
+   * Failed with ERR_QUEUE_TIMEOUT instead of waiting on; its description says until when it waits.
+   */
+  readonly queueDeadlineMs?: number;
   /** The shortest requeue the machine asks for, so that a delay that rounds to zero still fires. */
   readonly minRequeueMs: number;
   /**
@@ -124,6 +129,11 @@ export interface TaskObservation {
     readonly code: UnsupportedCode;
     readonly reason: string;
   };
+  /**
+   * Someone asked to cancel the task (docs/contract.md, "Cancel"): the cancel annotation carries this
+   * task's UID; `by` is who asked, as the cancelled-by annotation names them.
+   */
+  readonly cancel?: { readonly by: string };
   readonly status: TaskStatus;
 }
 

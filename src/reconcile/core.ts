@@ -41,7 +41,7 @@ import { DueTimes } from "./due-times.ts";
 import { factsAfterWrite } from "./facts-after-write.ts";
 import { carriesForeignChange, type TaskObject } from "./foreign-change.ts";
 import { defectOutcome, type HandlerDefect, type HandlerReply } from "./handler-defect.ts";
-import { observe, peersOf } from "./observe.ts";
+import { cancelOf, observe, peersOf } from "./observe.ts";
 import { oversizedOf, tooLargeReason } from "./oversized-task.ts";
 import { Answer, answer, type PassRequest, type Step, start } from "./pass.ts";
 import { settledUntil } from "./settled.ts";
@@ -156,8 +156,16 @@ export type CoreCommand<Task> =
       readonly phase: PhaseOf;
       readonly attempt: number;
     }
-  /** The call's task was deleted: signal the handler (the call runs on; its result will be discarded). */
-  | { readonly _tag: "Abort"; readonly callId: number; readonly key: string }
+  /**
+   * Signal the handler that its call is abandoned: its task was `deleted` (the call runs on; its
+   * result will be discarded), or `cancelled` (its result is still recorded; the next gate fails it).
+   */
+  | {
+      readonly _tag: "Abort";
+      readonly callId: number;
+      readonly key: string;
+      readonly reason: "deleted" | "cancelled";
+    }
   /** Put a write's result into the driver's copy (read-your-writes); the copy holds its task. */
   | { readonly _tag: "Store"; readonly object: TaskObject }
   /** The earliest due time may have changed: sleep until `due.nextDue()`. */
@@ -400,10 +408,17 @@ export class TaskCore<Task> {
     // Its Admit or Execute call runs on, for nobody: the key is free, the group held until it returns.
     if (deleting && pass?.call !== undefined && pass.uid === uid && pass.call.phase !== "cleanup")
       commands.push(
-        { _tag: "Abort", callId: pass.call.id, key },
+        { _tag: "Abort", callId: pass.call.id, key, reason: "deleted" },
         deletedDuringCall(key),
         ...this.#orphan(pass),
       );
+    else if (
+      pass?.call !== undefined &&
+      pass.uid === uid &&
+      pass.call.phase !== "cleanup" &&
+      cancelOf(facts.metadata).cancel !== undefined
+    )
+      commands.push({ _tag: "Abort", callId: pass.call.id, key, reason: "cancelled" });
     const woken = this.#taskChanged(type, key, facts, false, now);
     if (read !== undefined && woken.some((command) => command.key === key)) this.#decoded.set(object, read);
     return [...commands, ...woken];
@@ -594,7 +609,13 @@ export class TaskCore<Task> {
       pass.object = fresh;
     }
     pass.holds = callId;
-    const answered = defect === undefined ? Answer.Returned({ outcome, now }) : Answer.Threw({ defect, now });
+    // A cancel that arrived during the call ends the pass at its next gate, not at the next pass.
+    const freshFacts = readFacts(this.#options.kind, pass.object);
+    const { cancel } = freshFacts === undefined ? {} : cancelOf(freshFacts.metadata);
+    const answered =
+      defect === undefined
+        ? Answer.Returned({ outcome, now, ...(cancel === undefined ? {} : { cancel }) })
+        : Answer.Threw({ defect, now });
     return [ended, ...this.#advance(pass, answer(pass.step, answered))];
   }
 

@@ -2,7 +2,12 @@
 import { fromWireTime } from "../machine/time.ts";
 import type { PeerTask, TaskObservation } from "../machine/types.ts";
 import { tooLargeReason } from "./oversized-task.ts";
-import { machineVersionAnnotation, type TaskFacts } from "./task-kind.ts";
+import {
+  cancelAnnotation,
+  cancelledByAnnotation,
+  machineVersionAnnotation,
+  type TaskFacts,
+} from "./task-kind.ts";
 
 /**
  * @param supported whether a handler exists for the task's config member; when not, the reason is
@@ -25,8 +30,17 @@ export const observe = (facts: TaskFacts, supported: ReadonlyArray<string>): Tas
     ...(facts.group === undefined ? {} : { group: facts.group }),
     ...(facts.expedited === true ? { expedited: true } : {}),
     ...unsupportedOf(facts, supported),
+    ...cancelOf(metadata),
     status: facts.status,
   };
+};
+
+/** A cancel counts only when it names this object's UID: one copied from another task is ignored. */
+export const cancelOf = (metadata: TaskFacts["metadata"]): Pick<TaskObservation, "cancel"> => {
+  const annotations = metadata.annotations;
+  if (annotations?.[cancelAnnotation] !== metadata.uid) return {};
+  const by = annotations[cancelledByAnnotation]?.trim();
+  return { cancel: { by: by === undefined || by === "" ? "an unnamed user" : by } };
 };
 
 const unsupportedOf = (

@@ -57,7 +57,11 @@ export type Answer = Data.TaggedEnum<{
   // biome-ignore lint/complexity/noBannedTypes: Data.TaggedEnum spells a variant without fields as `{}`.
   Gone: {};
   Failed: { readonly cause: string; readonly now: number };
-  Returned: { readonly outcome: PhaseOutcome; readonly now: number };
+  Returned: {
+    readonly outcome: PhaseOutcome;
+    readonly now: number;
+    readonly cancel?: { readonly by: string };
+  };
   Threw: { readonly defect: HandlerDefect; readonly now: number };
   // biome-ignore lint/complexity/noBannedTypes: as above.
   Suspend: {};
@@ -171,7 +175,12 @@ export const answer = (step: Extract<Step, { _tag: "Request" }>, result: Answer)
         result._tag === "Returned"
           ? result.outcome
           : defectOutcome(pass.snapshot.context.input, request.phase, result.defect);
-      const event = phaseEvent(request.phase, outcome, result.now);
+      const event = phaseEvent(
+        request.phase,
+        outcome,
+        result.now,
+        result._tag === "Returned" ? result.cancel : undefined,
+      );
       const next = walk(skip(pass), event);
       return stepOf({ ...next, unwritten: { phase: request.phase, outcome } });
     }

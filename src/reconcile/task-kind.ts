@@ -185,3 +185,19 @@ const oversizedFacts = <Task>(
 
 /** The annotation that records which machine version last claimed an object (status fields may be pruned). */
 export const machineVersionAnnotation = "opstask.gardener.cloud/machine-version";
+
+/**
+ * A cancel (docs/contract.md, "Cancel"): its value is the UID of the task it cancels, so that it
+ * cannot be carried to another object by a copy of the manifest; set once, never taken back.
+ */
+export const cancelAnnotation = "opstask.gardener.cloud/cancel";
+
+/** Who asked for the cancel (the CLI writes the user the apiserver names, `opstask cancel`). */
+export const cancelledByAnnotation = "opstask.gardener.cloud/cancelled-by";
+
+/** The lifecycle's own annotations: the cache always keeps them, whatever a kind asks for. */
+export const lifecycleAnnotations: ReadonlyArray<string> = [
+  machineVersionAnnotation,
+  cancelAnnotation,
+  cancelledByAnnotation,
+];

@@ -147,7 +147,9 @@ export const runController = <Task, R>(
         case "Store":
           return void informer.upsert(command.object as KubeObject);
         case "Abort":
-          return void aborts.get(command.callId)?.abort(new Error("the task was deleted during the call"));
+          return void aborts
+            .get(command.callId)
+            ?.abort(new Error(`the task was ${command.reason} during the call`));
         case "Log":
           return (command.level === "error" ? Effect.logError : Effect.logInfo)(command.message).pipe(
             Effect.annotateLogs(command.fields),

@@ -14,7 +14,7 @@
  */
 import type { KubeObject } from "../kube/object.ts";
 import { markOversized, oversizedOf } from "../reconcile/oversized-task.ts";
-import { type CachedMetadata, machineVersionAnnotation } from "../reconcile/task-kind.ts";
+import { type CachedMetadata, lifecycleAnnotations } from "../reconcile/task-kind.ts";
 import { cacheCopy, type MetadataShape } from "./cache-object.ts";
 
 const identity = ["name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp"];
@@ -35,7 +35,7 @@ export const taskCacheKeep = (options: TaskCacheOptions): ((object: KubeObject) 
       ...(cachedMetadata?.labels === true ? ["labels"] : []),
       ...(cachedMetadata?.ownerReferences === true ? ["ownerReferences"] : []),
     ]),
-    annotations: new Set([machineVersionAnnotation, ...(cachedMetadata?.annotations ?? [])]),
+    annotations: new Set([...lifecycleAnnotations, ...(cachedMetadata?.annotations ?? [])]),
   };
   return (object) => {
     // A write's result is kept before it goes to the cache's upsert, which keeps it again.

@@ -47,7 +47,7 @@ describe("taskCli's list of commands", () => {
     expect(help.err).toBe("");
     expect(help.out).toContain("Usage: probe-cli <command> [arguments]\n");
     expect(help.out).toContain("Commands (tasks: probes (Probe)):\n");
-    for (const command of ["get", "describe", "wait", "create", "delete", "history", "replay"])
+    for (const command of ["get", "describe", "wait", "create", "delete", "cancel", "history", "replay"])
       expect(help.out).toMatch(new RegExp(`^  ${command} +\\S`, "m"));
     expect(help.out).toMatch(/^ {2}replay +replay a finished probe$/m);
     expect(help.out).not.toMatch(/etcd|snapshot|maintain/i);
@@ -156,6 +156,7 @@ describe("makeTaskCommands", () => {
   it("gives exactly the commands of the kinds it is given: no EtcdOpsTask snapshot or maintain", () => {
     const { io } = captureTaskIo();
     expect(Object.keys(makeTaskCommands(() => io, [probeCliKind])).sort()).toEqual([
+      "cancel",
       "create",
       "delete",
       "describe",

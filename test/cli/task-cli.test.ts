@@ -527,4 +527,47 @@ describe("task CLI against a real API server and controller", () => {
     expect(result.err).toContain("NotFound (404)");
     expect(result.err).toContain("no-such-task");
   });
+
+  it("cancel aborts a running task, which ends Failed ERR_CANCELLED naming the API server's user; a second cancel says so", async () => {
+    handlers.scripts.set("cancel-me", { execute: [{ hang: true }] });
+    const created = await run("snapshot", ["etcd-cancel", "--type", "full", "--name", "cancel-me", ...at()]);
+    expect(created.code).toBe(0);
+    await stateOf("cancel-me", "InProgress");
+    const call = await waitFor("the hanging Execute call", async () =>
+      handlers.calls.find((each) => each.task === "cancel-me" && each.phase === "execute" && each.release),
+    );
+    const cancelled = await run("cancel", ["cancel-me", ...at()]);
+    expect(cancelled.err).toBe("");
+    expect(cancelled.code).toBe(0);
+    expect(cancelled.out).toMatch(/^etcdopstask\.druid\.gardener\.cloud "cancel-me" cancelled \(by .+\)\n$/);
+    call.release?.({ kind: "retry", description: "Snapshot aborted", afterMs: 60_000 });
+    await stateOf("cancel-me", "Failed");
+    const task = (await api.getNamespacedCustomObject({ ...gvr, namespace, name: "cancel-me" })) as {
+      status: { lastErrors: Array<{ code: string; description: string }> };
+    };
+    expect(task.status.lastErrors.at(-1)?.code).toBe("ERR_CANCELLED");
+    const again = await run("cancel", ["cancel-me", ...at()]);
+    expect(again.out).toContain('"cancel-me" already cancelled by');
+    expect(
+      handlers.calls.filter((each) => each.task === "cancel-me" && each.phase === "execute"),
+    ).toHaveLength(1);
+  });
+
+  it("cancel of a finished task leaves its outcome and says so", async () => {
+    const created = await run("snapshot", [
+      "etcd-done",
+      "--type",
+      "full",
+      "--name",
+      "done-first",
+      "--wait",
+      ...at(),
+    ]);
+    expect(created.code).toBe(0);
+    const cancelled = await run("cancel", ["done-first", ...at()]);
+    expect(cancelled.out).toContain(
+      '"done-first" already Succeeded: the cancel has no effect, the outcome stays',
+    );
+    expect((await read("done-first"))?.status?.state).toBe("Succeeded");
+  });
 });

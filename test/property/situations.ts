@@ -118,7 +118,14 @@ export const situations: Record<string, PassInput> = {
       unsupported: { code: "ERR_UNSUPPORTED_TASK", reason: "config member x is not supported" },
     },
   }),
+  cancelled: input({ task: { ...claimed, cancel: { by: "alice" } } }),
+  "cancelled, in progress": input({ task: { ...claimed, status: inProgress, cancel: { by: "alice" } } }),
   "blocked by an older task (reject)": input({ task: claimed, peers: [olderPeer] }),
+  "queued past its queue deadline": input({
+    task: claimed,
+    peers: [olderPeer],
+    config: { ...config, duplicatePolicy: "queue", queueDeadlineMs: 30_000 },
+  }),
   "blocked by an older task (queue)": input({
     task: claimed,
     peers: [olderPeer],

@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect";
 import * as Predicate from "effect/Predicate";
 import type * as Scope from "effect/Scope";
 import { apiPath } from "../../kube/api-path.ts";
-import { kubeRequest, type RequestSettings } from "../../kube/client.ts";
+import { kubeRequest, mergePatch, type RequestSettings } from "../../kube/client.ts";
 import { KubeError } from "../../kube/errors.ts";
 import type { KubeClient } from "../../kube/kube-client.ts";
 import { isKubeObject, type KubeObject } from "../../kube/object.ts";
@@ -73,6 +73,41 @@ export const deleteTask = (
     method: "DELETE",
     path: apiPath(cluster.kind.resource, namespace, name),
   }).pipe(Effect.asVoid);
+
+/**
+ * Sets annotations on the task whose UID is `uid` (the apiserver refuses the patch, Conflict, when the
+ * name now holds another object).
+ */
+export const annotateTask = (
+  cluster: Cluster,
+  namespace: string,
+  name: string,
+  uid: string,
+  annotations: Readonly<Record<string, string>>,
+): Effect.Effect<void, KubeError> =>
+  kubeRequest(cluster.settings, "patch", cluster.client, {
+    method: "PATCH",
+    path: apiPath(cluster.kind.resource, namespace, name),
+    contentType: mergePatch,
+    body: { metadata: { uid, annotations } },
+  }).pipe(Effect.asVoid);
+
+/**
+ * Who the apiserver says the caller is (a SelfSubjectReview: `request.userInfo`, whatever the
+ * kubeconfig calls its user); undefined when the server does not answer it.
+ */
+export const whoAmI = (cluster: Cluster): Effect.Effect<string | undefined> =>
+  kubeRequest(cluster.settings, "create", cluster.client, {
+    method: "POST",
+    path: "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+    body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+  }).pipe(
+    Effect.map((response) => {
+      const name = field(field(field(response.body, "status"), "userInfo"), "username");
+      return typeof name === "string" && name !== "" ? name : undefined;
+    }),
+    Effect.orElseSucceed(() => undefined),
+  );
 
 /** Every task of `namespace` (all namespaces when undefined) matching `labelSelector`, all pages. */
 export const listTasks = (

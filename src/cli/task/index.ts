@@ -1,5 +1,5 @@
 /**
- * The task commands (the README's CLI table): create EtcdOpsTasks, follow, list, explain and delete
+ * The task commands (the README's CLI table): create EtcdOpsTasks, follow, list, explain, cancel and delete
  * them; part of `opstask` and, through `bin/kubectl-opstask`, a kubectl plugin. get, describe, wait,
  * create, delete and history work for any task kind (`makeTaskCommands` takes the kinds, the first
  * the default of `--kind`); snapshot, maintain and recover-quorum create EtcdOpsTasks
@@ -17,6 +17,7 @@ import {
   stringFlag,
   waitTimeoutMs,
 } from "./args.ts";
+import { cancelTasks } from "./cancel.ts";
 import { type CliKind, describeGroupHeaders, describeKinds } from "./cli-kind.ts";
 import { connect, getTask } from "./cluster.ts";
 import { runTaskCommand, type TaskCommand, type TaskCommandSpec } from "./command.ts";
@@ -398,7 +399,39 @@ ${exitHelp}`,
     },
   };
 
-  return [get, describe, wait, create, remove, historyCommandSpec(kinds)];
+  const cancel: TaskCommandSpec = {
+    name: "cancel",
+    summary: "cancel running or queued tasks: cancel NAME…",
+    usage: `Usage: {program} cancel NAME… [-n NS]
+
+Asks the controller to stop each task: a handler call in flight is aborted, no new step starts, a
+steps task has its finished steps undone, and the task ends Failed ERR_CANCELLED naming who asked (as
+the API server names you) and after which step. The task is kept until its TTL. A cancel is never
+taken back; a task that has finished keeps its outcome.
+
+${commonHelp}
+${exitHelp}`,
+    interruptedExit: WaitExit.interrupted,
+    prepare: async (argv, io) => {
+      const usageHint = hint("cancel", io);
+      const parsed = parseFlags(argv, {}, usageHint);
+      if (parsed.positionals.length === 0)
+        throw new OptionError(`missing NAME: expected task names; see ${usageHint}`);
+      const target = await resolveTarget(parsed.flags, io.env, kinds);
+      return {
+        kind: target.kind,
+        run: cancelTasks({
+          cluster: connect(target.client, target.kind),
+          namespace: target.namespace,
+          names: parsed.positionals,
+          stdout: io.stdout,
+          stderr: io.stderr,
+        }),
+      };
+    },
+  };
+
+  return [get, describe, wait, create, remove, cancel, historyCommandSpec(kinds)];
 };
 
 /** At least one kind: the first is what `--kind` defaults to. */

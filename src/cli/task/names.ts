@@ -7,5 +7,6 @@ export const taskCommandNames = [
   "describe",
   "wait",
   "delete",
+  "cancel",
   "history",
 ] as const;

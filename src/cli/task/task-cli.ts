@@ -12,7 +12,7 @@ import { type CliKinds, describedTaskCommands, type NamedCommand } from "./index
 import { processIo, type TaskIo } from "./io.ts";
 
 /** The commands that work for any kind (snapshot and maintain create EtcdOpsTasks). */
-export const kindCommands = ["get", "describe", "wait", "create", "delete", "history"] as const;
+export const kindCommands = ["get", "describe", "wait", "create", "delete", "cancel", "history"] as const;
 
 /** An operator's own command, beside the task commands. */
 export interface CliCommand {

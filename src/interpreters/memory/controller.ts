@@ -382,8 +382,9 @@ export class SimulatedController<Task> {
       case "Abort": {
         const call = this.#calls.get(command.callId);
         if (call?.abort === undefined) return undefined;
-        call.record.dropped = "cancelled";
-        call.abort.abort(new Error("the task was deleted during the call"));
+        // A cancelled call's result is still recorded (the next gate fails the task); a deleted one's is not.
+        if (command.reason === "deleted") call.record.dropped = "cancelled";
+        call.abort.abort(new Error(`the task was ${command.reason} during the call`));
         return undefined;
       }
       case "Started": {
