@@ -219,7 +219,7 @@ describe("the generated RBAC of a kind's controller", () => {
     expect(runs).toHaveLength(1);
     expect(running.leading()).toBe(true);
     expect(running.requests.snapshot().filter((request) => request.code === 403)).toEqual([]);
-  });
+  }, 150_000);
 
   it("with --watch-namespaces, grants the rules in those namespaces only: the controller works there, is refused elsewhere (issue 35, L8)", async () => {
     const other = await plane.createNamespace("lookups-other");
@@ -331,5 +331,6 @@ describe("the generated RBAC of a kind's controller", () => {
         (await canI(verb, resource, apiGroup, identity, where)) ? true : undefined,
       );
     },
+    150_000,
   );
 });
