@@ -185,5 +185,6 @@ export {
   metricLabelOf,
   noObserver,
 } from "./runtime/metrics.ts";
-export { MaxTimerDelayMs, timerDelayMs } from "./timer-limit.ts";
 export type { GuardInput, GuardVerdict } from "./schedule/guard.ts";
+export type { KindSchedules } from "./schedule/task-controller-schedules.ts";
+export { MaxTimerDelayMs, timerDelayMs } from "./timer-limit.ts";
