@@ -186,4 +186,5 @@ export {
   noObserver,
 } from "./runtime/metrics.ts";
 export type { GuardInput, GuardVerdict } from "./schedule/guard.ts";
+export type { KindSchedules } from "./schedule/task-controller-schedules.ts";
 export { MaxTimerDelayMs, timerDelayMs } from "./timer-limit.ts";

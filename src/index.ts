@@ -34,9 +34,7 @@ export { completed, failed, retry } from "./library/outcome.ts";
 export { type PromiseHandler, promiseHandler } from "./library/promise-handler.ts";
 export {
   type LifecycleTiming,
-  runTaskController,
   type TaskController,
-  type TaskControllerOptions,
   TaskControllerStartError,
 } from "./library/run-task-controller.ts";
 export { promiseStep, type TaskStep } from "./library/steps/step.ts";
@@ -46,3 +44,4 @@ export type { TaskKind } from "./reconcile/task-kind.ts";
 // ---- schedule its tasks (docs/schedules.md) -------------------------------------------------------
 export type { ScheduleGuard } from "./schedule/guard.ts";
 export { runScheduleController } from "./schedule/schedule-controller.ts";
+export { runTaskController, type TaskControllerOptions } from "./schedule/task-controller-schedules.ts";

@@ -35,6 +35,8 @@ Dockerfile that bundles your main with \`opstask bundle\`.
   --runtime-base REF     its runtime base (default distroless Node 24; give it by digest to pin it)
   --watch-namespaces NS  watch only these namespaces (comma-separated), granted the rules by a
                          RoleBinding in each instead of a ClusterRoleBinding (default: all)
+  --schedules            the controller runs the kind's TaskSchedules (runTaskController's schedules):
+                         their RBAC, and taskschedules-crd.yaml, the TaskSchedule CRD
   --env NAME=VALUE       an environment variable of the controller container (repeatable; NODE_OPTIONS
                          or MALLOC_ARENA_MAX replaces the generated one)
   -h, --help             this text
@@ -89,6 +91,7 @@ const parse = (argv: ReadonlyArray<string>) => {
         "build-base": { type: "string" },
         "runtime-base": { type: "string" },
         env: { type: "string", multiple: true, default: [] },
+        schedules: { type: "boolean", default: false },
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -149,6 +152,7 @@ export const deployArtifactsCommand = async (argv: ReadonlyArray<string>): Promi
     regenerate: `opstask deploy-artifacts --module ${values.module} --export ${values.export}`,
     secureMetrics: secure === "true",
     env: env.env,
+    schedules: values.schedules === true,
     ...(values.name === undefined ? {} : { name: values.name }),
     ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
     ...(values.lease === undefined ? {} : { leaseName: values.lease }),

@@ -81,6 +81,32 @@ describe("opstask deploy-artifacts", () => {
     ]);
   });
 
+  it("with --schedules, grants the schedule controller's calls and writes the TaskSchedule CRD the package ships", async () => {
+    const scheduled = join(out, "scheduled");
+    expect(await quietly([...greetingKind, "--schedules", "-o", scheduled])).toBe(0);
+    expect(readFileSync(join(scheduled, "taskschedules-crd.yaml"), "utf8").replace(/^#.*\n/, "")).toBe(
+      readFileSync(
+        join(repoRoot, "deploy", "crds", "opstask.gardener.cloud_taskschedules.yaml"),
+        "utf8",
+      ).replace(/^#.*\n/, ""),
+    );
+    const rulesOf = (dir: string) =>
+      (
+        parse(readFileSync(join(dir, "rbac.yaml"), "utf8").split("\n---\n")[0] ?? "") as {
+          rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
+        }
+      ).rules;
+    const added = rulesOf(scheduled).filter(
+      (rule) => !rulesOf(out).some((other) => JSON.stringify(other) === JSON.stringify(rule)),
+    );
+    expect(added).toEqual([
+      { apiGroups: ["opstask.gardener.cloud"], resources: ["taskschedules"], verbs: ["list", "watch"] },
+      { apiGroups: ["opstask.gardener.cloud"], resources: ["taskschedules/status"], verbs: ["patch"] },
+      { apiGroups: ["getting-started.opstask.dev"], resources: ["greetings"], verbs: ["create"] },
+    ]);
+    expect(readdirSync(out)).not.toContain("taskschedules-crd.yaml");
+  });
+
   it("gives the Deployment the flagship's Node settings but --jitless, resources, container security and probes", () => {
     const generated = containerOf(readFileSync(join(out, "deployment.yaml"), "utf8"));
     const flagship = containerOf(readFileSync(join(repoRoot, "deploy", "deployment.yaml"), "utf8"));
@@ -155,6 +181,7 @@ describe("opstask deploy-artifacts", () => {
       ).toEqual([
         "ClusterRoleBinding  lookups-controller-metrics-auth",
         "RoleBinding lookups-system lookups-controller-leader-election",
+        "RoleBinding lookups-system lookups-controller-task-records",
         "RoleBinding team-a lookups-controller",
         "RoleBinding team-b lookups-controller",
       ]);

@@ -489,6 +489,59 @@ describe("a project written by opstask init", () => {
     expect(await inScaffold("npm", ["run", "--silent", "typecheck"], { timeout: 120_000 })).toBe("");
   }, 300_000);
 
+  it("takes a multi-step member whose last step returns the result", async () => {
+    edit(
+      "src/kind.ts",
+      "configUnion({ http: Http, shout: Shout },",
+      "configUnion({ http: Http, shout: Shout, count: Count },",
+    );
+    edit(
+      "src/kind.ts",
+      "/** The config members:",
+      "export const Count = Schema.Struct({ label: Schema.String });\n\n/** The config members:",
+    );
+    edit(
+      "src/kind.ts",
+      "export const WebhookResult = Schema.Struct({",
+      "export const WebhookResult = Schema.Struct({\n  counted: Schema.optionalKey(Schema.Number.check(Schema.isInt32())),",
+    );
+    edit(
+      "src/handlers.ts",
+      'import { completed, failed, memberHandlers, promiseHandler, retry } from "opstask";',
+      'import { completed, failed, memberHandlers, promiseHandler, promiseStep, retry, stepsHandler } from "opstask";',
+    );
+    edit(
+      "src/handlers.ts",
+      "  });\n\nexport const handlers",
+      [
+        "    count: stepsHandler(webhookKind, {",
+        '      progress: "ops.example.com/count",',
+        "      steps: [",
+        '        promiseStep({ name: "Start", run: async () => undefined }),',
+        "        promiseStep({",
+        '          name: "Finish",',
+        "          run: async () => {",
+        '            return webhookKind.succeeded({ description: "Counted", result: { counted: 2 } });',
+        "          },",
+        "        }),",
+        "      ],",
+        "    }),",
+        "  });",
+        "",
+        "export const handlers",
+      ].join("\n"),
+    );
+    edit(
+      "test/simulate.test.ts",
+      "const members: ReadonlyArray<fc.Arbitrary<(index: number) => Case>> = [",
+      [
+        "const members: ReadonlyArray<fc.Arbitrary<(index: number) => Case>> = [",
+        '  fc.string({ maxLength: 8 }).map((label) => (): Case => ({ config: { count: { label } }, expected: "Succeeded", result: { counted: 2 } })),',
+      ].join("\n"),
+    );
+    expect(await inScaffold("npm", ["run", "--silent", "typecheck"], { timeout: 120_000 })).toBe("");
+  }, 300_000);
+
   it("passes its own tests: the simulate() property and the real-kube-apiserver test", async () => {
     const result = await inScaffold("npm", ["test"], { timeout: 300_000 });
     expect(result).toMatch(/Test Files\s+2 passed/);
@@ -559,7 +612,11 @@ describe("a project written by opstask init", () => {
           });
         writeFileSync(
           join(scaffold, "tasks.json"),
-          `${manifest("call", { http: { url, expectedStatus: 202 } })}\n${manifest("shout", { shout: { text: "hi" } })}`,
+          [
+            manifest("call", { http: { url, expectedStatus: 202 } }),
+            manifest("shout", { shout: { text: "hi" } }),
+            manifest("count", { count: { label: "two" } }),
+          ].join("\n"),
         );
         await kubectl("create", "-f", "tasks.json");
         const waited = await kubectl(
@@ -567,6 +624,7 @@ describe("a project written by opstask init", () => {
           "--for=condition=Succeeded",
           "webhook/call",
           "webhook/shout",
+          "webhook/count",
           "--timeout=60s",
         ).catch((error: unknown) =>
           Promise.reject(new Error(`${String(error)}\noperator output:\n${output}`)),
@@ -579,6 +637,8 @@ describe("a project written by opstask init", () => {
         expect(
           await kubectl("get", "webhook/shout", "-o", "jsonpath={.status.lastOperation.description}"),
         ).toBe("HI");
+        // The steps task: its progress in the controller's record (the generated task-records Role).
+        expect(await kubectl("get", "webhook/count", "-o", "jsonpath={.status.result.counted}")).toBe("2");
         // It led: the Lease in its namespace names it.
         expect(
           await inScaffold(

@@ -2,7 +2,8 @@
  * The RBAC of a kind's controller, exactly what it calls: the task informer LISTs and WATCHes, the
  * finalizer is a metadata PATCH, a task past its TTL is DELETEd, status is PATCHed on its subresource,
  * one Event is CREATEd per state change, the leader-election Lease is created, read and renewed, and
- * secure metrics ask the API server to review tokens. Plus the rules the kind declares for its
+ * secure metrics ask the API server to review tokens; steps keep the controller's record of a task in
+ * its own namespace; with schedules, the TaskSchedules are watched, their status patched and runs created. Plus the rules the kind declares for its
  * handlers (`rbacRules`), which may not hold wildcards. Nothing else: a test runs the controller under
  * exactly these rules.
  *
@@ -12,6 +13,7 @@
  */
 import type { PolicyRule } from "../../api/policy-rule.ts";
 import type { ResourceRef } from "../../reconcile/task-kind.ts";
+import { scheduleResource } from "../../schedule/schedule-spec.ts";
 
 export interface ControllerIdentity {
   /** The ServiceAccount, ClusterRole and Deployment name. */
@@ -23,6 +25,8 @@ export interface ControllerIdentity {
   readonly secureMetrics: boolean;
   /** The namespaces the controller watches and is granted its rules in; absent: all, cluster-wide. */
   readonly watchNamespaces?: ReadonlyArray<string>;
+  /** It runs the kind's TaskSchedules too (`runTaskController({ schedules })`). */
+  readonly schedules: boolean;
 }
 
 /** What a wildcard in each field of a rule grants, and an example of what to list instead. */
@@ -69,11 +73,49 @@ const metricsAuthRules: ReadonlyArray<PolicyRule> = [
   },
 ];
 
+/** The schedule controller's: its informer of TaskSchedules, their status, and the runs it creates. */
+const scheduleRules = (resource: ResourceRef): ReadonlyArray<PolicyRule> => [
+  {
+    apiGroups: [scheduleResource.group],
+    resources: [scheduleResource.plural],
+    verbs: ["list", "watch"],
+    reason: "Schedules: the TaskSchedule informer LISTs and WATCHes.",
+  },
+  {
+    apiGroups: [scheduleResource.group],
+    resources: [`${scheduleResource.plural}/status`],
+    verbs: ["patch"],
+    reason: "Schedules: a TaskSchedule's status is written with patches to its status subresource.",
+  },
+  {
+    apiGroups: [resource.group],
+    resources: [resource.plural],
+    verbs: ["create"],
+    reason: "Schedules: a due schedule CREATEs its run (its history limits DELETE old ones).",
+  },
+];
+
+/**
+ * The controller's record of each task (a steps handler's progress, `opstask-record-<task UID>`): in
+ * its own namespace, where task authors hold no rights. A create cannot be limited by name, and the
+ * names carry UIDs, so the Role is for ConfigMaps in that namespace.
+ */
+const recordRules: ReadonlyArray<PolicyRule> = [
+  {
+    apiGroups: [""],
+    resources: ["configmaps"],
+    verbs: ["create", "get", "patch", "delete"],
+    reason:
+      "Steps keep their progress in the controller's record of a task, a ConfigMap in this namespace: created at admission, read and patched per step, deleted at cleanup.",
+  },
+];
+
 /** The ClusterRole's rules, each with the reason written above it. */
 export const controllerRules = (
   resource: ResourceRef,
   handlerRules: ReadonlyArray<PolicyRule>,
   secureMetrics: boolean,
+  schedules = false,
 ): ReadonlyArray<PolicyRule> => [
   {
     apiGroups: [resource.group],
@@ -95,6 +137,7 @@ export const controllerRules = (
     reason: "One Event per state change of a task, in the task's namespace.",
   },
   ...(secureMetrics ? metricsAuthRules : []),
+  ...(schedules ? scheduleRules(resource) : []),
   ...handlerRules.map((rule) => ({
     ...rule,
     reason: `Declared by the kind (rbacRules): ${rule.reason ?? "no reason given"}`,
@@ -139,6 +182,8 @@ export interface RbacObjects {
   readonly metricsAuth?: BoundRole;
   /** The leader-election Lease's Role, in the controller's namespace. */
   readonly lease: BoundRole;
+  /** The task records' Role, in the controller's namespace. */
+  readonly records: BoundRole;
 }
 
 export const controllerRbac = (
@@ -147,7 +192,12 @@ export const controllerRbac = (
   identity: ControllerIdentity,
 ): RbacObjects => {
   const namespaced = identity.watchNamespaces !== undefined;
-  const cluster = controllerRules(resource, handlerRules, identity.secureMetrics && !namespaced);
+  const cluster = controllerRules(
+    resource,
+    handlerRules,
+    identity.secureMetrics && !namespaced,
+    identity.schedules,
+  );
   const lease = leaseRules(identity.leaseName);
   const labels = labelsOf(identity.name);
   const subjects = [{ kind: "ServiceAccount", name: identity.name, namespace: identity.namespace }];
@@ -173,6 +223,17 @@ export const controllerRbac = (
     subjects,
   });
   const leaseRoleName = `${identity.name}-leader-election`;
+  const recordsRoleName = `${identity.name}-task-records`;
+  const role = (name: string, rules: ReadonlyArray<PolicyRule>): BoundRole => ({
+    role: {
+      apiVersion: rbac,
+      kind: "Role",
+      metadata: { name, namespace: identity.namespace, labels },
+      rules: rules.map(ruleObject),
+    },
+    reasons: rules.map((rule) => rule.reason ?? ""),
+    bindings: [roleBinding(name, identity.namespace, "Role")],
+  });
   const metricsName = `${identity.name}-metrics-auth`;
   return {
     cluster: {
@@ -192,15 +253,7 @@ export const controllerRbac = (
           },
         }
       : {}),
-    lease: {
-      role: {
-        apiVersion: rbac,
-        kind: "Role",
-        metadata: { name: leaseRoleName, namespace: identity.namespace, labels },
-        rules: lease.map(ruleObject),
-      },
-      reasons: lease.map((rule) => rule.reason ?? ""),
-      bindings: [roleBinding(leaseRoleName, identity.namespace, "Role")],
-    },
+    lease: role(leaseRoleName, lease),
+    records: role(recordsRoleName, recordRules),
   };
 };

@@ -5,7 +5,9 @@
  */
 import { Document, isNode } from "yaml";
 import type { PolicyRule } from "../../api/policy-rule.ts";
+import { crdYaml } from "../../library/crd/crd-yaml.ts";
 import type { ResourceRef } from "../../reconcile/task-kind.ts";
+import { scheduleCrd } from "../../schedule/schedule-crd.ts";
 import { controllerDeployment } from "./controller-deployment.ts";
 import { controllerDockerfile, type DockerfileBases } from "./controller-dockerfile.ts";
 import { type BoundRole, type ControllerIdentity, controllerRbac, labelsOf } from "./controller-rbac.ts";
@@ -33,6 +35,8 @@ export interface DeployArtifactsOptions {
   readonly main?: string;
   /** The Dockerfile's bases (each pinned: controller-dockerfile.ts). */
   readonly bases?: DockerfileBases;
+  /** The controller runs the kind's TaskSchedules: their RBAC and the TaskSchedule CRD (default false). */
+  readonly schedules?: boolean;
   /** The operator's own environment variables for the controller container (operator-env.ts). */
   readonly env?: ReadonlyArray<EnvVar>;
   /** The command that regenerates the files, named in their headers. */
@@ -52,6 +56,7 @@ export const identityOf = (resource: ResourceRef, options: Omit<DeployArtifactsO
     leaseName: options.leaseName ?? name,
     secureMetrics: options.secureMetrics ?? true,
     ...(options.watchNamespaces === undefined ? {} : { watchNamespaces: options.watchNamespaces }),
+    schedules: options.schedules ?? false,
   } satisfies ControllerIdentity;
 };
 
@@ -82,6 +87,14 @@ const roleDocuments = ({ role, reasons, bindings }: BoundRole) => [
   { object: role, reasons },
   ...bindings.map((object) => ({ object })),
 ];
+
+/** The TaskSchedule CRD, applied with the kind's CRD (not in the kustomization, as the kind's is not). */
+const scheduleCrdFile = (regenerate: string): ArtifactFile => {
+  const generated = scheduleCrd();
+  // The package's own schemas: a failure here is opstask's bug, caught by its CRD tests.
+  if (!generated.ok) throw new Error(`the TaskSchedule CRD: ${generated.errors.join("; ")}`);
+  return { path: "taskschedules-crd.yaml", text: crdYaml(generated.crd, regenerate) };
+};
 
 export const deployArtifacts = (
   kind: DeployArtifactsInput,
@@ -115,18 +128,19 @@ export const deployArtifacts = (
     {
       path: "rbac.yaml",
       text: yamlOf(
-        `${generated}\nExactly the requests the controller makes (no wildcards), and the rules the kind declares\nfor its handlers (rbacRules). ${identity.watchNamespaces === undefined ? "They hold cluster-wide (--watch-namespaces binds them per namespace instead)" : `They hold in ${identity.watchNamespaces.join(", ")} only, one RoleBinding each; secure metrics' reviews are cluster-scoped`}.\nThe Lease rules hold in the controller's namespace only.`,
+        `${generated}\nExactly the requests the controller makes (no wildcards), and the rules the kind declares\nfor its handlers (rbacRules). ${identity.watchNamespaces === undefined ? "They hold cluster-wide (--watch-namespaces binds them per namespace instead)" : `They hold in ${identity.watchNamespaces.join(", ")} only, one RoleBinding each; secure metrics' reviews are cluster-scoped`}.\nThe Lease and task-record rules hold in the controller's namespace only.`,
         [
           ...roleDocuments(rbac.cluster),
           ...(rbac.metricsAuth === undefined ? [] : roleDocuments(rbac.metricsAuth)),
           ...roleDocuments(rbac.lease),
+          ...roleDocuments(rbac.records),
         ],
       ),
     },
     {
       path: "deployment.yaml",
       text: yamlOf(
-        `${generated}\nThe image runs ${main}, which must call runTaskController with\n  leaderElection: { name: process.env.LEADER_ELECTION_ID, namespace: process.env.POD_NAMESPACE },\n${identity.watchNamespaces === undefined ? "" : '  namespace: process.env.WATCH_NAMESPACES?.split(","),\n'}  probes: "0.0.0.0:8081"${identity.secureMetrics ? ', metrics: { address: "0.0.0.0:8443" }' : ""}\nMemory: NODE_OPTIONS caps V8's heap (it sizes it from the node, not the container) and its young\ngeneration, and exposes gc so the controller returns a busy period's memory when it goes quiet;\nMALLOC_ARENA_MAX=2 stops glibc keeping an arena per thread; the image adds --optimize-for-size and\n--no-memory-reducer on node's command line. Add your own variables with --env NAME=VALUE (one named\nNODE_OPTIONS replaces the generated one, e.g. to add --jitless when no code of yours needs\nWebAssembly, which fetch does).`,
+        `${generated}\nThe image runs ${main}, which must call runTaskController with\n  leaderElection: { name: process.env.LEADER_ELECTION_ID, namespace: process.env.POD_NAMESPACE },\n${identity.watchNamespaces === undefined ? "" : '  namespace: process.env.WATCH_NAMESPACES?.split(","),\n'}  probes: "0.0.0.0:8081"${identity.secureMetrics ? ', metrics: { address: "0.0.0.0:8443" }' : ""}${identity.schedules ? ", schedules: {}" : ""}\nMemory: NODE_OPTIONS caps V8's heap (it sizes it from the node, not the container) and its young\ngeneration, and exposes gc so the controller returns a busy period's memory when it goes quiet;\nMALLOC_ARENA_MAX=2 stops glibc keeping an arena per thread; the image adds --optimize-for-size and\n--no-memory-reducer on node's command line. Add your own variables with --env NAME=VALUE (one named\nNODE_OPTIONS replaces the generated one, e.g. to add --jitless when no code of yours needs\nWebAssembly, which fetch does).`,
         [{ object: controllerDeployment(identity, image, options.env ?? []) }],
       ),
     },
@@ -145,6 +159,7 @@ export const deployArtifacts = (
         ],
       ),
     },
+    ...(identity.schedules ? [scheduleCrdFile(options.regenerate)] : []),
     { path: "Dockerfile", text: controllerDockerfile(main, options.bases) },
   ];
 };
